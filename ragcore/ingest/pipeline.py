@@ -1,0 +1,204 @@
+"""Incremental, crash-safe ingestion: files → chunks → vectors → Qdrant.
+
+State lives in the chunk points themselves (each carries its path, the file's content hash
+and how many chunks the file has), not in a side file that could disagree with them:
+
+* a file is *unchanged* when the collection holds exactly ``doc_chunks`` points for its
+  current hash and none for any other hash;
+* a changed file's new chunks are written first, then the points of its old version are
+  deleted — a crash in between leaves both versions, which the next run sees as "not
+  unchanged" and repairs;
+* point ids are derived from chunk ids, so rewriting a chunk is idempotent (no duplicates);
+* files that are gone are removed (``prune``), so no orphans survive.
+
+A file that cannot be read is reported as failed and its previously ingested chunks are
+kept: bad input loses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Callable, Iterable, Sequence
+
+from ..config import Settings
+from ..embeddings import OnnxMiniLM
+from ..store import PointRef, Store, embed_text, point_id, utc_now
+from ..types import Chunk, FileOutcome, IngestReport
+from .chunking import chunk_document
+from .loaders import LoadError, kind_for, load_bytes
+
+Progress = Callable[[int, int, str], None]  # (files done, files total, current path)
+
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache"}
+WRITE_BATCH = 256
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    rel: str
+    path: Path | None = None  # on disk, or
+    data: bytes | None = None  # uploaded
+
+
+def discover(paths: Sequence[Path]) -> tuple[Path, list[SourceFile]]:
+    """Supported files under ``paths`` and the root their relative paths are taken from."""
+    paths = [Path(p).expanduser().resolve() for p in paths]
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"No such file or folder: {p}")
+    if len(paths) == 1 and paths[0].is_dir():
+        root = paths[0]
+    else:
+        root = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in paths]))
+    found: dict[str, SourceFile] = {}
+    for p in paths:
+        candidates: Iterable[Path]
+        if p.is_dir():
+            candidates = (
+                Path(dp) / f
+                for dp, dns, fns in os.walk(p)
+                for f in sorted(fns)
+                if not dns.__setitem__(slice(None), sorted(d for d in dns if d not in SKIP_DIRS and not d.startswith(".")))
+            )
+        else:
+            candidates = [p]
+        for f in candidates:
+            if kind_for(f) is None or f.name.startswith("."):
+                continue
+            rel = PurePosixPath(f.relative_to(root)).as_posix()
+            found[rel] = SourceFile(rel=rel, path=f)
+    return root, [found[k] for k in sorted(found)]
+
+
+class _Writer:
+    """Buffers chunks across files, embeds and writes them in batches, then drops stale points."""
+
+    def __init__(self, store: Store, encoder: OnnxMiniLM, collection: str) -> None:
+        self.store, self.encoder, self.collection = store, encoder, collection
+        self.buf: list[Chunk] = []
+        self.doc_chunks: dict[str, int] = {}
+        self.pending_stale: list[tuple[str, list[str]]] = []  # (path, stale ids) once path is fully written
+        self.written = 0
+
+    def add_file(self, chunks: list[Chunk], stale: list[str]) -> None:
+        if chunks:
+            self.doc_chunks[chunks[0].path] = len(chunks)
+            self.buf.extend(chunks)
+        self.pending_stale.append((chunks[0].path if chunks else "", stale))
+        if len(self.buf) >= WRITE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            vecs = self.encoder.encode_uncached([embed_text(c) for c in self.buf])
+            self.store.write_chunks(self.collection, self.buf, vecs, self.doc_chunks)
+            self.written += len(self.buf)
+            self.buf = []
+        # only now is every chunk of these files in the store: the old versions can go
+        stale = [i for _, ids in self.pending_stale for i in ids]
+        if stale:
+            self.store.delete_points(self.collection, stale)
+        self.pending_stale = []
+
+
+def corpus_version(file_hashes: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for path in sorted(file_hashes):
+        h.update(f"{path}\0{file_hashes[path]}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def ingest(
+    sources: Sequence[SourceFile],
+    *,
+    root: str,
+    collection: str,
+    store: Store,
+    encoder: OnnxMiniLM,
+    settings: Settings,
+    prune: bool = True,
+    progress: Progress | None = None,
+) -> IngestReport:
+    t0 = time.perf_counter()
+    store.ensure_collection(collection)
+    state: dict[str, list[PointRef]] = defaultdict(list)
+    for ref in store.point_refs(collection):
+        state[ref.path].append(ref)
+
+    writer = _Writer(store, encoder, collection)
+    outcomes: list[FileOutcome] = []
+    hashes: dict[str, str] = {}
+    seen: set[str] = set()
+    for i, src in enumerate(sources):
+        seen.add(src.rel)
+        if progress:
+            progress(i, len(sources), src.rel)
+        refs = state.get(src.rel, [])
+        try:
+            data = src.data if src.data is not None else _read(src.path, settings.max_file_bytes)
+            digest = hashlib.sha256(data).hexdigest()
+            if refs and all(r.doc_hash == digest for r in refs) and len(refs) == refs[0].doc_chunks:
+                outcomes.append(FileOutcome(src.rel, "unchanged", len(refs)))
+                hashes[src.rel] = digest
+                continue
+            doc = load_bytes(data, src.rel)  # bytes already read (and hashed) once
+            chunks = chunk_document(doc, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+            if not chunks:
+                raise LoadError("no text to index")
+        except LoadError as exc:
+            outcomes.append(FileOutcome(src.rel, "failed", len(refs), reason=exc.reason))
+            if refs:  # keep what an earlier ingest stored
+                hashes[src.rel] = refs[0].doc_hash
+            continue
+        new_ids = {point_id(c.chunk_id) for c in chunks}
+        writer.add_file(chunks, [r.id for r in refs if r.id not in new_ids])
+        hashes[src.rel] = doc.doc_hash
+        outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
+    writer.flush()
+
+    if prune:
+        gone = sorted(set(state) - seen)
+        for path in gone:
+            store.delete_points(collection, [r.id for r in state[path]])
+            outcomes.append(FileOutcome(path, "removed", len(state[path])))
+    else:
+        for path, refs in state.items():
+            if path not in seen:
+                hashes[path] = refs[0].doc_hash
+    if progress:
+        progress(len(sources), len(sources), "")
+
+    version = corpus_version(hashes)
+    built_at = utc_now()
+    store.write_meta(
+        collection,
+        {
+            "corpus_version": version,
+            "built_at": built_at,
+            "root": root,
+            "documents": len(hashes),
+            "settings": {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap},
+        },
+    )
+    return IngestReport(
+        collection=collection, root=root, outcomes=tuple(outcomes), corpus_version=version, built_at=built_at,
+        seconds=time.perf_counter() - t0, chunks_written=writer.written,
+    )
+
+
+def _read(path: Path | None, max_bytes: int) -> bytes:
+    assert path is not None
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise LoadError(f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit")
+        return path.read_bytes()
+    except PermissionError as exc:
+        raise LoadError("permission denied") from exc
+    except OSError as exc:
+        raise LoadError(f"could not read file ({exc.strerror or exc})") from exc

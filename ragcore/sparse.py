@@ -1,0 +1,105 @@
+"""BM25 term weights for Qdrant sparse vectors.
+
+Documents carry the BM25 term-frequency part ``tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))``;
+Qdrant's IDF modifier multiplies in the inverse document frequency at query time, so the
+index never needs re-weighting when documents come and go. Queries carry weight 1 per term.
+
+Tokenisation keeps code identifiers whole *and* split: ``AUTH_USER_MODEL`` yields
+``auth_user_model``, ``auth``, ``user``, ``model``; ``django.contrib.auth`` yields the dotted
+name and its parts; ``getUserName`` yields ``getusername``, ``get``, ``user``, ``name``. That is
+what lets a question naming an exact identifier find the one chunk that defines it, which a
+dense model (that sees word pieces) tends to miss.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+# Identifiers: letters/digits joined by _ . or - (e.g. AUTH_USER_MODEL, django.db.models, utf-8)
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[_.\-][A-Za-z0-9]+)*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOPWORDS = frozenset(
+    """a an and are as at be but by can do does for from has have how i if in into is it its
+    me my no not of on or our so such that the their then there these they this to was we
+    what when where which who why will with you your""".split()
+)
+
+K1 = 1.2
+B = 0.75
+
+
+def _stem(word: str) -> str:
+    """A light suffix stripper so "models"/"model" and "caching"/"cache" meet.
+
+    A full stemmer would buy little over this on technical text and would mangle
+    identifiers; only plain lowercase words are stemmed.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suf) and len(word) - len(suf) >= 3:
+            if suf == "s" and word.endswith("ss"):
+                return word
+            return word[: -len(suf)] + rep
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _TOKEN.finditer(text):
+        raw = m.group(0)
+        low = raw.lower()
+        parts = re.split(r"[_.\-]", raw)
+        if len(parts) > 1:
+            out.append(low)  # the whole identifier
+        for part in parts:
+            subs = _CAMEL.findall(part) if not part.islower() and not part.isupper() else [part]
+            if len(subs) > 1:
+                out.append(part.lower())
+            for s in subs:
+                s = s.lower()
+                if s in STOPWORDS or len(s) < 2 and not s.isdigit():
+                    continue
+                out.append(_stem(s))
+    return out
+
+
+def term_index(term: str) -> int:
+    """A stable 31-bit index for a term (Qdrant sparse indices are uint32)."""
+    return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class SparseVec:
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+class Bm25Encoder:
+    def __init__(self, avgdl: float = 120.0, k1: float = K1, b: float = B) -> None:
+        # avgdl is a constant near the mean chunk length in tokens: keeping it fixed makes a
+        # document's vector independent of the rest of the corpus, so incremental ingest
+        # never has to rewrite old vectors.
+        self.avgdl = avgdl
+        self.k1 = k1
+        self.b = b
+
+    def encode_document(self, text: str) -> SparseVec:
+        toks = tokenize(text)
+        dl = len(toks)
+        tf = Counter(term_index(t) for t in toks)
+        norm = self.k1 * (1 - self.b + self.b * dl / self.avgdl)
+        items = sorted((i, c * (self.k1 + 1) / (c + norm)) for i, c in tf.items())
+        return SparseVec(tuple(i for i, _ in items), tuple(v for _, v in items))
+
+    def encode_documents(self, texts: Iterable[str]) -> list[SparseVec]:
+        return [self.encode_document(t) for t in texts]
+
+    def encode_query(self, text: str) -> SparseVec:
+        idx = sorted({term_index(t) for t in tokenize(text)})
+        return SparseVec(tuple(idx), tuple(1.0 for _ in idx))

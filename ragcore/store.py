@@ -1,0 +1,306 @@
+"""Qdrant: one collection per corpus, named vectors ``dense`` (384-d cosine) and ``sparse``
+(BM25 term weights, Qdrant's IDF modifier).
+
+Embedded on disk under ``settings.data_dir/qdrant`` by default; ``settings.qdrant_url`` switches
+to a server with no other change. Points are written through LlamaIndex's
+``QdrantVectorStore`` (so the same collection also works with a plain LlamaIndex
+``VectorStoreIndex``); reads go through the client.
+
+A point's id is the UUID form of its chunk id (a hash of path + span + text), so writing the
+same chunk twice is idempotent: that is what makes an interrupted ingest safe to re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+from llama_index.core.schema import TextNode
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from .config import Settings
+from .embeddings import DIMENSION, MODEL_NAME
+from .sparse import Bm25Encoder
+from .types import Chunk, CollectionInfo
+
+DENSE = "dense"
+SPARSE = "sparse"
+META_COLLECTION = "ragcore__meta"
+# payload keys of a chunk point (besides LlamaIndex's own _node_content / doc_id …)
+CHUNK_KEYS = (
+    "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section",
+    "anchor", "page", "ordinal", "title", "doc_chunks", "context",
+)
+
+
+class StoreError(RuntimeError):
+    """A storage problem with a message that says what to do."""
+
+
+def point_id(chunk_id: str) -> str:
+    return str(uuid.UUID(hex=chunk_id[:32]))
+
+
+def embed_text(chunk: Chunk) -> str:
+    """What the encoders see: the chunk's title and section path, then its text.
+
+    The heading path names the subject that the chunk's sentences often leave implicit
+    ("It is set in settings.py"); the stored chunk text stays exactly the source text.
+    """
+    context = " › ".join(x for x in (chunk.title, *chunk.section) if x)
+    return f"{context}\n{chunk.text}" if context else chunk.text
+
+
+@dataclass(frozen=True)
+class PointRef:
+    """What incremental ingest needs to know about a stored point, without its vectors."""
+
+    id: str
+    path: str
+    doc_hash: str
+    doc_chunks: int
+
+
+@dataclass(frozen=True)
+class CollectionData:
+    """Everything the in-process search index needs, loaded in one scroll."""
+
+    chunks: tuple[Chunk, ...]
+    dense: np.ndarray  # (n, 384) float32, L2-normalised
+    sparse: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]
+
+
+def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
+    text = payload.get("text")
+    if text is None:  # LlamaIndex keeps the text inside _node_content
+        text = json.loads(payload.get("_node_content", "{}")).get("text", "")
+    return Chunk(
+        chunk_id=payload["chunk_id"],
+        text=text,
+        path=payload["path"],
+        doc_hash=payload["doc_hash"],
+        kind=payload["kind"],
+        start_line=int(payload["start_line"]),
+        end_line=int(payload["end_line"]),
+        section=tuple(payload.get("section") or ()),
+        anchor=payload.get("anchor"),
+        page=payload.get("page"),
+        ordinal=int(payload.get("ordinal", 0)),
+        title=payload.get("title"),
+    )
+
+
+class Store:
+    def __init__(self, settings: Settings, client: QdrantClient | None = None) -> None:
+        self.settings = settings
+        self._client = client
+        self._lock = threading.Lock()
+        self._bm25 = Bm25Encoder()
+
+    # ------------------------------------------------------------------ connection
+
+    @property
+    def is_embedded(self) -> bool:
+        return not self.settings.qdrant_url
+
+    @property
+    def client(self) -> QdrantClient:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._open()
+        return self._client
+
+    def _open(self) -> QdrantClient:
+        s = self.settings
+        if s.qdrant_url:
+            return QdrantClient(url=s.qdrant_url, api_key=s.qdrant_api_key, timeout=30)
+        path = s.qdrant_path
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            return QdrantClient(path=str(path))
+        except RuntimeError as exc:
+            if "already accessed" in str(exc):
+                raise StoreError(
+                    f"The embedded Qdrant folder {path} is open in another process (only one "
+                    "process may open it at a time). Close the other ragcore app or command, or "
+                    "set RAGCORE_QDRANT_URL to use a Qdrant server."
+                ) from exc
+            raise
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # ------------------------------------------------------------------ schema
+
+    def exists(self, name: str) -> bool:
+        return self.client.collection_exists(name)
+
+    def ensure_collection(self, name: str) -> None:
+        if name == META_COLLECTION or not name.replace("-", "").replace("_", "").isalnum():
+            raise StoreError(f"Invalid collection name {name!r}: use letters, digits, - and _.")
+        if self.client.collection_exists(name):
+            return
+        self.client.create_collection(
+            name,
+            vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+        )
+        if not self.is_embedded:  # payload indexes only matter (and only exist) on a server
+            for key in ("path", "doc_hash"):
+                self.client.create_payload_index(name, key, qm.PayloadSchemaType.KEYWORD)
+
+    def vector_store(self, name: str):
+        """LlamaIndex's QdrantVectorStore over this collection (hybrid, our BM25)."""
+        from llama_index.vector_stores.qdrant import QdrantVectorStore
+
+        def sparse_fn(texts: list[str]) -> tuple[list[list[int]], list[list[float]]]:
+            vecs = [self._bm25.encode_document(t) for t in texts]
+            return [list(v.indices) for v in vecs], [list(v.values) for v in vecs]
+
+        def sparse_query_fn(texts: list[str]) -> tuple[list[list[int]], list[list[float]]]:
+            vecs = [self._bm25.encode_query(t) for t in texts]
+            return [list(v.indices) for v in vecs], [list(v.values) for v in vecs]
+
+        return QdrantVectorStore(
+            collection_name=name,
+            client=self.client,
+            enable_hybrid=True,
+            sparse_doc_fn=sparse_fn,
+            sparse_query_fn=sparse_query_fn,
+            dense_vector_name=DENSE,
+            sparse_vector_name=SPARSE,
+            batch_size=256,
+        )
+
+    # ------------------------------------------------------------------ writes
+
+    def write_chunks(self, name: str, chunks: Sequence[Chunk], dense: np.ndarray, doc_chunks: dict[str, int]) -> None:
+        """Upsert chunks with their dense vectors; sparse vectors are computed on the way in."""
+        nodes = []
+        for c, vec in zip(chunks, dense):
+            meta = {
+                "chunk_id": c.chunk_id, "path": c.path, "doc_hash": c.doc_hash, "kind": c.kind,
+                "start_line": c.start_line, "end_line": c.end_line, "section": list(c.section),
+                "anchor": c.anchor, "page": c.page, "ordinal": c.ordinal, "title": c.title,
+                "doc_chunks": doc_chunks[c.path],
+                "context": " › ".join(x for x in (c.title, *c.section) if x),
+            }
+            node = TextNode(
+                id_=point_id(c.chunk_id),
+                text=c.text,
+                metadata=meta,
+                embedding=vec.tolist(),
+                # the encoders see "context\ntext" (see embed_text); nothing else of the metadata
+                excluded_embed_metadata_keys=[k for k in meta if k != "context"],
+                excluded_llm_metadata_keys=list(meta),
+                metadata_template="{value}",
+                text_template="{metadata_str}\n{content}",
+            )
+            nodes.append(node)
+        if nodes:
+            self.vector_store(name).add(nodes)
+
+    def delete_points(self, name: str, ids: Sequence[str]) -> None:
+        for i in range(0, len(ids), 1000):
+            self.client.delete(name, points_selector=qm.PointIdsList(points=list(ids[i : i + 1000])), wait=True)
+
+    def drop(self, name: str) -> None:
+        if self.client.collection_exists(name):
+            self.client.delete_collection(name)
+        if self.client.collection_exists(META_COLLECTION):
+            self.client.delete(META_COLLECTION, points_selector=qm.PointIdsList(points=[_meta_id(name)]))
+
+    # ------------------------------------------------------------------ reads
+
+    def _scroll(self, name: str, *, with_payload: Any, with_vectors: Any) -> Iterator[Any]:
+        offset = None
+        while True:
+            points, offset = self.client.scroll(
+                name, limit=1024, offset=offset, with_payload=with_payload, with_vectors=with_vectors
+            )
+            yield from points
+            if offset is None:
+                break
+
+    def point_refs(self, name: str) -> list[PointRef]:
+        if not self.exists(name):
+            return []
+        return [
+            PointRef(str(p.id), p.payload["path"], p.payload["doc_hash"], int(p.payload.get("doc_chunks", 0)))
+            for p in self._scroll(name, with_payload=["path", "doc_hash", "doc_chunks"], with_vectors=False)
+        ]
+
+    def load(self, name: str) -> CollectionData:
+        chunks: list[Chunk] = []
+        dense: list[list[float]] = []
+        sparse: list[tuple[tuple[int, ...], tuple[float, ...]]] = []
+        for p in self._scroll(name, with_payload=True, with_vectors=True):
+            chunks.append(chunk_from_payload(p.payload))
+            dense.append(p.vector[DENSE])
+            sv = p.vector.get(SPARSE)
+            sparse.append((tuple(sv.indices), tuple(sv.values)) if sv is not None else ((), ()))
+        mat = np.asarray(dense, dtype=np.float32).reshape(len(dense), DIMENSION)
+        return CollectionData(tuple(chunks), mat, tuple(sparse))
+
+    def chunks_of(self, name: str, path: str) -> list[Chunk]:
+        flt = qm.Filter(must=[qm.FieldCondition(key="path", match=qm.MatchValue(value=path))])
+        pts = []
+        offset = None
+        while True:
+            batch, offset = self.client.scroll(name, scroll_filter=flt, limit=1024, offset=offset, with_payload=True)
+            pts.extend(batch)
+            if offset is None:
+                break
+        return sorted((chunk_from_payload(p.payload) for p in pts), key=lambda c: (c.page or 0, c.start_line, c.ordinal))
+
+    def count(self, name: str) -> int:
+        return self.client.count(name, exact=True).count if self.exists(name) else 0
+
+    # ------------------------------------------------------------------ collection metadata
+
+    def write_meta(self, name: str, meta: dict[str, Any]) -> None:
+        if not self.client.collection_exists(META_COLLECTION):
+            self.client.create_collection(
+                META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT)
+            )
+        payload = {"name": name, "embedding_model": MODEL_NAME, **meta}
+        self.client.upsert(META_COLLECTION, [qm.PointStruct(id=_meta_id(name), vector=[1.0], payload=payload)], wait=True)
+
+    def read_meta(self, name: str) -> dict[str, Any]:
+        if not self.client.collection_exists(META_COLLECTION):
+            return {}
+        got = self.client.retrieve(META_COLLECTION, [_meta_id(name)], with_payload=True)
+        return dict(got[0].payload) if got else {}
+
+    def collection_names(self) -> list[str]:
+        return sorted(c.name for c in self.client.get_collections().collections if c.name != META_COLLECTION)
+
+    def info(self, name: str) -> CollectionInfo:
+        meta = self.read_meta(name)
+        return CollectionInfo(
+            name=name,
+            documents=int(meta.get("documents", 0)),
+            chunks=self.count(name),
+            corpus_version=meta.get("corpus_version"),
+            built_at=meta.get("built_at"),
+            root=meta.get("root"),
+            embedding_model=meta.get("embedding_model"),
+            settings=meta.get("settings", {}),
+        )
+
+
+def _meta_id(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragcore:{name}"))
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()

@@ -1,0 +1,280 @@
+"""The contract: every result ragcore hands out is one of these frozen dataclasses.
+
+They are JSON-serialisable through :func:`to_jsonable`; the app, the CLI (``--json``) and
+notebook exports all show the same objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+DocKind = Literal["markdown", "rst", "text", "html", "pdf", "code"]
+Origin = Literal["corpus", "selection"]
+ScoreKind = Literal["cosine", "bm25", "rrf", "weighted"]
+Status = Literal["ok", "partial", "abstained", "error"]
+DropReason = Literal["threshold", "dedupe", "top_k", "filter"]
+
+
+# --------------------------------------------------------------------------- ingestion
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """One line of a document's extracted text, tied to where it stands in the source file.
+
+    For text, Markdown, reST and code ``text`` is the source line itself. For HTML it is the
+    visible text that the source line ``no`` carries; for PDF it is a line of the page's
+    extracted text and ``no`` counts lines within that page.
+    """
+
+    no: int  # 1-based
+    text: str
+    section: tuple[str, ...] = ()
+    anchor: str | None = None
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    path: str  # relative to the ingest root, POSIX separators
+    kind: DocKind
+    doc_hash: str  # sha256 of the file's bytes
+    lines: tuple[SourceLine, ...]
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str  # sha256(path, span, text)[:32]
+    text: str
+    path: str
+    doc_hash: str
+    kind: DocKind
+    start_line: int
+    end_line: int
+    section: tuple[str, ...] = ()
+    anchor: str | None = None
+    page: int | None = None
+    ordinal: int = 0  # position within its document
+    title: str | None = None
+
+    @property
+    def section_label(self) -> str:
+        return " › ".join(self.section)
+
+    @property
+    def locator(self) -> str:
+        """Human form: ``docs/x.md:12-20`` plus page or anchor where known."""
+        loc = f"{self.path}:{self.start_line}-{self.end_line}"
+        if self.page is not None:
+            loc = f"{self.path} p.{self.page}:{self.start_line}-{self.end_line}"
+        if self.anchor:
+            loc += f"#{self.anchor}"
+        return loc
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    path: str
+    status: Literal["added", "updated", "unchanged", "removed", "failed"]
+    chunks: int = 0
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    collection: str
+    root: str
+    outcomes: tuple[FileOutcome, ...]
+    corpus_version: str
+    built_at: str
+    seconds: float
+    chunks_written: int
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failed(self) -> tuple[FileOutcome, ...]:
+        return tuple(o for o in self.outcomes if o.status == "failed")
+
+    def summary(self) -> dict[str, int]:
+        return {s: self.count(s) for s in ("added", "updated", "unchanged", "removed", "failed")}
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    documents: int
+    chunks: int
+    corpus_version: str | None
+    built_at: str | None
+    root: str | None
+    embedding_model: str | None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk the retriever considered, with every score it has and why it was cut."""
+
+    chunk: Chunk
+    dense_score: float | None  # cosine similarity, -1..1
+    sparse_score: float | None  # BM25 with Qdrant's IDF
+    fused_score: float | None  # RRF or weighted, per settings
+    dense_rank: int | None
+    sparse_rank: int | None
+    fused_rank: int | None
+    rank: int  # 1-based rank in the mode's ordering
+    kept: bool = True
+    dropped_reason: DropReason | None = None
+    origin: Origin = "corpus"
+
+    def score_for(self, kind: ScoreKind) -> float | None:
+        return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    query: str
+    mode: str
+    rank_score_kind: ScoreKind  # the score that orders candidates in this mode
+    candidates: tuple[Candidate, ...]  # all, in rank order, kept and cut
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> tuple[Candidate, ...]:
+        return tuple(c for c in self.candidates if c.kept)
+
+
+# --------------------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A numbered piece of evidence [n] given to the generator."""
+
+    n: int
+    chunk: Chunk
+    origin: Origin
+    score: float | None
+    score_kind: ScoreKind
+    dense_score: float | None = None
+    sparse_score: float | None = None
+    fused_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    chunk_id: str
+    path: str
+    start_line: int
+    end_line: int
+    section: tuple[str, ...]
+    page: int | None
+    anchor: str | None
+    url: str  # ragcore://path#L12-L20 style locator the app turns into a link
+    retrieval_score: float | None
+    score_kind: ScoreKind
+    support: float  # 0..1, how well the citing sentences are supported by this evidence
+    origin: Origin = "corpus"
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    text: str
+    citations: tuple[int, ...]
+    support: float  # 0..1
+    flags: tuple[Literal["uncited", "unsupported", "hedged"], ...] = ()
+
+
+@dataclass(frozen=True)
+class Validation:
+    stripped: tuple[str, ...] = ()  # markers removed because they point at no evidence
+    sentences: tuple[SentenceCheck, ...] = ()
+    guardrail_actions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def unsupported(self) -> tuple[str, ...]:
+        return tuple(s.text for s in self.sentences if "unsupported" in s.flags)
+
+    @property
+    def uncited(self) -> tuple[str, ...]:
+        return tuple(s.text for s in self.sentences if "uncited" in s.flags)
+
+    @property
+    def hedged(self) -> tuple[str, ...]:
+        return tuple(s.text for s in self.sentences if "hedged" in s.flags)
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    answer: str  # markdown with [n] markers
+    status: Status
+    citations: tuple[Citation, ...] = ()
+    evidence: tuple[Evidence, ...] = ()  # numbered evidence given to the generator
+    candidates: tuple[Candidate, ...] = ()  # every retrieved chunk, used or not
+    validation: Validation = field(default_factory=Validation)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    error_message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- events
+
+EventType = Literal["started", "sources", "token", "message", "done", "error"]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: EventType
+    request_id: str
+    seq: int
+    ts: float
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def now() -> float:
+        return time.time()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, tuples, paths and enums to plain JSON types (recursively)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        if isinstance(obj, Validation):
+            out["unsupported"] = list(obj.unsupported)
+            out["uncited"] = list(obj.uncited)
+            out["hedged"] = list(obj.hedged)
+        return out
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, float):
+        return round(obj, 6)
+    return obj

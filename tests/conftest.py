@@ -1,0 +1,85 @@
+"""Shared fixtures: the real ONNX encoder (loaded once), engines over embedded Qdrant in
+temp folders, and the demo corpus ingested once per session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from ragcore.config import Settings
+from ragcore.embeddings import OnnxMiniLM
+from ragcore.pipeline import Engine
+from tests.openai_server import openai_server  # noqa: F401  (fixture)
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+DJANGO = REPO.parent / "shared" / "data" / "django-docs-qa"
+
+
+@pytest.fixture(autouse=True)
+def _no_home_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may touch ~/.local/share/ragcore or a real OpenAI endpoint."""
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(tmp_path_factory.getbasetemp() / "default-data"))
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGCORE_LLM_MODEL", "RAGCORE_QDRANT_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def encoder() -> OnnxMiniLM:
+    return OnnxMiniLM()
+
+
+@pytest.fixture
+def make_engine(tmp_path: Path, encoder: OnnxMiniLM) -> Iterator[Callable[..., Engine]]:
+    engines: list[Engine] = []
+
+    def make(**overrides) -> Engine:
+        data_dir = overrides.pop("data_dir", tmp_path / f"data{len(engines)}")
+        s = Settings(data_dir=data_dir, **overrides)
+        e = Engine(s, encoder=encoder)
+        engines.append(e)
+        return e
+
+    yield make
+    for e in engines:
+        e.close()
+
+
+@pytest.fixture(scope="session")
+def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
+    """The bundled user guide (docs/) ingested once, collection "guide"."""
+    e = Engine(Settings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
+    e.ingest([DOCS], "guide")
+    yield e
+    e.close()
+
+
+def write_corpus(root: Path, files: dict[str, str | bytes]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+    return root
+
+
+def django_subset(dest: Path, pages: list[str]) -> Path:
+    """Copy some real Django pages (BSD-3) into ``dest``; skip when the data set is absent."""
+    corpus = DJANGO / "corpus"
+    if not corpus.is_dir():
+        pytest.skip(f"the django-docs-qa data set is not at {DJANGO}")
+    for rel in pages:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(corpus / rel, dest / rel)
+    return dest
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
