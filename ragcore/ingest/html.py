@@ -1,0 +1,471 @@
+"""HTML to SourceLines that keep the original file's line numbers.
+
+We use the stdlib :class:`html.parser.HTMLParser` (not a tree builder) because its
+``getpos()`` tells the source line of every piece of text, which is what citations need, and
+because one streaming pass is O(n). On top of it sits a small tag stack that knows just enough
+of HTML's implied end tags (``<p>``, ``<li>``, ``<td>``…) for unclosed tags not to swallow
+the rest of the page.
+
+What comes out:
+- one SourceLine per source line that carries visible text (inline elements on one line join;
+  whitespace collapses, except inside ``<pre>`` where each line keeps its indentation);
+- an empty SourceLine at block boundaries, so the chunker can see paragraph breaks;
+- ``section`` = the h1..h6 path, ``anchor`` = the id of the innermost enclosing section;
+- only the main content when the page marks one (``<main>``, ``[role=main]``, ``div.body``,
+  Django's ``#docs-content`` / ``#yui-main``), and never page chrome (navigation, sidebars,
+  headers, footers, scripts, "¶" permalinks).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+
+from ragcore.types import SourceLine
+
+__all__ = ["extract_html"]
+
+# Elements whose whole subtree is not document text.
+_DROP_TAGS = frozenset(
+    {
+        "script", "style", "noscript", "template", "svg", "head", "nav", "header", "footer",
+        "aside", "form", "button", "select", "textarea", "label", "iframe", "object", "canvas",
+        "dialog", "map",
+    }
+)  # fmt: skip
+_DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_DROP_IDS = frozenset({"hd", "ft", "sidebar", "global-nav", "searchbox", "doc-versions"})
+_DROP_CLASSES = frozenset(
+    {
+        # Sphinx chrome
+        "sphinxsidebar", "sphinxsidebarwrapper", "related", "footer",
+        # Django docs themes (old YUI theme and docs.djangoproject.com)
+        "nav", "breadcrumbs", "breadcrumb", "back-to-top", "browse-horizontal",
+        "browse-vertical", "skip-link",
+        # tables of contents (DocBook, many themes): links to headings that follow anyway
+        "toc",
+    }
+)  # fmt: skip
+# Permalink markers next to headings ("¶", "#", "§"): only on <a href="#…">.
+_PERMALINK_CLASSES = frozenset(
+    {"headerlink", "header-anchor", "anchor-link", "anchorjs-link", "hash-link", "permalink",
+     "anchor", "mark"}
+)  # fmt: skip
+_DISPLAY_NONE_RE = re.compile(r"display\s*:\s*none")
+
+_MAIN_IDS = frozenset({"docs-content", "yui-main"})
+
+_VOID = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+        "source", "track", "wbr", "keygen", "basefont", "bgsound", "frame",
+    }
+)  # fmt: skip
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+# Elements that start a new paragraph for the chunker (table cells do not: they join a row).
+_BLOCKS = frozenset(
+    {
+        "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "dir",
+        "div", "dl", "dt", "fieldset", "figcaption", "figure", "hgroup", "hr", "html", "legend",
+        "li", "listing", "main", "menu", "ol", "p", "pre", "section", "summary", "table",
+        "tbody", "tfoot", "thead", "tr", "ul", "xmp", "plaintext",
+    }
+) | _HEADINGS  # fmt: skip
+
+# HTML's "special" elements: where the search for an open <li>/<dt>/<dd> to close stops.
+_SPECIAL = frozenset(
+    {
+        "applet", "article", "aside", "blockquote", "body", "button", "caption", "center",
+        "dd", "details", "dir", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
+        "form", "header", "hgroup", "html", "iframe", "li", "listing", "main", "marquee",
+        "menu", "nav", "noscript", "object", "ol", "pre", "section", "select", "summary",
+        "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead", "tr", "ul",
+        "xmp",
+    }
+) | _HEADINGS  # fmt: skip
+# Start tags that close an open <p> ("has a p element in button scope" in the HTML spec).
+_CLOSES_P = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir",
+        "div", "dl", "fieldset", "figcaption", "figure", "footer", "form", "header", "hgroup",
+        "hr", "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "ul",
+        "listing", "xmp", "plaintext",
+    }
+) | _HEADINGS  # fmt: skip
+_P_SCOPE = frozenset(
+    {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "button"}
+)
+_TABLE_SCOPE = frozenset({"html", "table", "template"})
+_P = frozenset({"p"})
+# A <title> in the body or in an <svg> does not name the page.
+_NO_TITLE = frozenset({"body", "svg"})
+
+# For each start tag whose previous sibling may be left open: (tags it closes, where to stop).
+_IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "li": (frozenset({"li"}), _SPECIAL - {"li"}),
+    "dt": (frozenset({"dt", "dd"}), _SPECIAL - {"dt", "dd"}),
+    "dd": (frozenset({"dt", "dd"}), _SPECIAL - {"dt", "dd"}),
+    "tr": (frozenset({"tr"}), _TABLE_SCOPE | {"thead", "tbody", "tfoot"}),
+    "td": (frozenset({"td", "th"}), _TABLE_SCOPE | {"tr"}),
+    "th": (frozenset({"td", "th"}), _TABLE_SCOPE | {"tr"}),
+    "thead": (frozenset({"thead", "tbody", "tfoot"}), _TABLE_SCOPE),
+    "tbody": (frozenset({"thead", "tbody", "tfoot"}), _TABLE_SCOPE),
+    "tfoot": (frozenset({"thead", "tbody", "tfoot"}), _TABLE_SCOPE),
+    "option": (frozenset({"option"}), frozenset({"select", "datalist", "html"})),
+    # <body> ends <head> (and an unclosed <title> in it) even when </head> is missing.
+    "body": (frozenset({"head"}), frozenset({"html"})),
+}
+
+
+class _Open:
+    """An open element on the tag stack, with what closing it has to undo."""
+
+    __slots__ = ("tag", "skip", "main", "block", "section", "anchor", "heading", "hid")
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.skip = False  # chrome: its subtree is dropped
+        self.main = False  # a main-content container
+        self.block = False
+        self.section = False  # a Sphinx-style section container (div.section, <section>)
+        self.anchor: str | None = None  # the section container's id
+        self.heading = 0  # 1..6 for h1..h6
+        self.hid: str | None = None  # the heading's own id
+
+
+class _Heading:
+    __slots__ = ("level", "depth", "text", "hid")
+
+    def __init__(self, level: int, depth: int, text: str, hid: str | None) -> None:
+        self.level = level
+        self.depth = depth  # number of section containers open where the heading stands
+        self.text = text
+        self.hid = hid
+
+
+# A record is [no, text, section, anchor, in_main]; mutable so a heading can relabel its lines.
+_Record = list
+
+
+class _Extractor(HTMLParser):
+    def __init__(self) -> None:
+        # Character references are decoded here, not by the parser: a decoded "&#10;" would
+        # otherwise look like a line break and shift every line number after it.
+        super().__init__(convert_charrefs=False)
+        self.records: list[_Record] = []
+        self.stack: list[_Open] = []
+        self.skip = 0  # open dropped elements
+        self.main = 0  # open main-content containers
+        self.pre = 0  # open <pre> elements
+        self.sections: list[_Open] = []  # open section containers, outermost first
+        self.headings: list[_Heading] = []
+        self.section: tuple[str, ...] = ()
+        self.anchor: str | None = None
+        # The source line being assembled.
+        self.line_no = 0
+        self.parts: list[str] = []
+        self.line_pre = False
+        # The heading being read: its text, and the first record it produced.
+        self.heading_open: _Open | None = None
+        self.heading_parts: list[str] = []
+        self.heading_start = 0
+        # Table rows: " | " goes between the cells of a row.
+        self.row_has_text = False
+        self.pending_sep = False
+        self.title_parts: list[str] | None = None
+        self.title: str | None = None
+
+    # ------------------------------------------------------------------ lines
+
+    def _flush(self) -> None:
+        """Turn the line being assembled into a record."""
+        if not self.line_no:
+            return
+        text = "".join(self.parts)
+        text = text.rstrip() if self.line_pre else " ".join(text.split())
+        if text:
+            self.records.append([self.line_no, text, self.section, self.anchor, self.main > 0])
+        elif self.line_pre:
+            self._empty(self.line_no)  # a blank line inside <pre> is a paragraph break too
+        self.line_no = 0
+        self.parts = []
+
+    def _empty(self, no: int) -> None:
+        if self.records and self.records[-1][1]:
+            self.records.append([no, "", self.section, self.anchor, self.main > 0])
+
+    def _break(self) -> None:
+        """A block boundary: finish the current line and mark a paragraph break."""
+        self._flush()
+        self._empty(self.getpos()[0])
+
+    def handle_entityref(self, name: str) -> None:
+        text = html.unescape(f"&{name};")
+        self._reference(text if text != f"&{name};" else f"&{name}")  # "AT&T" stays as is
+
+    def handle_charref(self, name: str) -> None:
+        self._reference(html.unescape(f"&#{name};"))
+
+    def _reference(self, text: str) -> None:
+        # A reference sits on one source line, whatever it decodes to.
+        self.handle_data(text.replace("\r", " ").replace("\n", " "))
+
+    def handle_data(self, data: str) -> None:
+        if self.title_parts is not None:
+            self.title_parts.append(data)
+            return
+        if self.skip:
+            return
+        first = self.getpos()[0]
+        pre = self.pre > 0
+        for k, seg in enumerate(data.split("\n")):
+            no = first + k
+            if k and self.heading_open is not None:
+                self.heading_parts.append(" ")
+            if not pre and (not seg or seg.isspace()):
+                # Whitespace between inline elements still separates words on that line.
+                if seg and self.line_no == no:
+                    self.parts.append(" ")
+                continue
+            if self.line_no != no:
+                self._flush()
+                self.line_no = no
+                self.line_pre = pre
+            if self.pending_sep and seg.strip():
+                self.parts.append(" | ")
+                self.pending_sep = False
+            self.parts.append(seg)
+            if seg and not seg.isspace():
+                self.row_has_text = True
+            if self.heading_open is not None:
+                self.heading_parts.append(seg)
+
+    # ------------------------------------------------------------------ tags
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _IMPLIED:
+            targets, stop = _IMPLIED[tag]
+            self._close_open(targets, stop)
+        elif tag in _CLOSES_P:
+            self._close_open(_P, _P_SCOPE)
+            if tag in _HEADINGS and self.stack and self.stack[-1].tag in _HEADINGS:
+                self._pop()  # <h2>a<h3>b: headings do not nest
+        if tag in _VOID:
+            if not self.skip:
+                if tag == "br" and self.line_no:
+                    self.parts.append(" ")
+                elif tag == "hr":
+                    self._break()
+            return
+        node = _Open(tag)
+        if self.heading_open is not None and self.heading_open.hid is None and not self.skip:
+            # <h2><a id="dns" class="mark">#</a>…</h2>: an id inside the heading names it.
+            name = _attr(attrs, "name") if tag == "a" else None  # <a name="…">, the old way
+            self.heading_open.hid = _attr(attrs, "id") or name
+        if tag == "title" and self.title is None and not self._inside_any(_NO_TITLE):
+            self.title_parts = []  # <head> is dropped, but its <title> names the document
+        elif self.skip:
+            pass  # inside a dropped subtree: only keep the stack balanced
+        elif _is_chrome(tag, attrs):
+            node.skip = True
+            if self.line_no and not self.line_pre:
+                self.parts.append(" ")  # "a<nav>…</nav>b" must not read "ab"
+        else:
+            self._open(node, attrs)
+        if node.skip:
+            self.skip += 1
+        self.stack.append(node)
+
+    def _open(self, node: _Open, attrs: list[tuple[str, str | None]]) -> None:
+        tag = node.tag
+        a = {k: v or "" for k, v in attrs}
+        if tag in _BLOCKS:
+            node.block = True
+            self._break()
+        ident = a.get("id", "")
+        classes = a.get("class", "").split()
+        if tag == "main" or a.get("role") == "main" or ident in _MAIN_IDS or (
+            tag == "div" and "body" in classes
+        ):
+            node.main = True
+            if not self.main:
+                # Headings before the main content (a site banner's <h1>) are chrome too.
+                self.headings = []
+                self._refresh()
+            self.main += 1
+        if tag == "section" or (tag == "div" and "section" in classes):
+            node.section = True
+            node.anchor = ident or None
+            self.sections.append(node)
+            self._refresh()
+        elif ident and self.sections and self.sections[-1].anchor == "s-" + ident:
+            # Sphinx: <div class="section" id="s-foo"><span id="foo"></span>: prefer "foo".
+            self.sections[-1].anchor = ident
+            self._refresh()
+        if tag in _HEADINGS:
+            node.heading = int(tag[1])
+            node.hid = ident or None
+            self.heading_open = node
+            self.heading_parts = []
+            self.heading_start = len(self.records)
+        elif tag == "pre":
+            self.pre += 1
+        elif tag == "tr":
+            self.row_has_text = False
+            self.pending_sep = False
+        elif tag in ("td", "th") and self.row_has_text:
+            self.pending_sep = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _VOID:
+            return
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i].tag == tag:
+                while len(self.stack) > i:
+                    self._pop()
+                return
+        # A stray end tag with nothing to close: ignore it, as browsers do.
+
+    def _close_open(self, targets: frozenset[str], stop: frozenset[str]) -> None:
+        """Close the nearest open element in ``targets`` unless an element in ``stop`` is nearer."""
+        for i in range(len(self.stack) - 1, -1, -1):
+            tag = self.stack[i].tag
+            if tag in targets:
+                while len(self.stack) > i:
+                    self._pop()
+                return
+            if tag in stop:
+                return
+
+    def _inside_any(self, tags: frozenset[str]) -> bool:
+        return any(node.tag in tags for node in self.stack)
+
+    def _pop(self) -> None:
+        node = self.stack.pop()
+        if node.tag == "title" and self.title_parts is not None:
+            self.title = " ".join("".join(self.title_parts).split()) or None
+            self.title_parts = None
+        if node.skip:
+            self.skip -= 1
+            return
+        if self.skip:
+            return  # an element inside a dropped subtree changed nothing
+        if node.heading:
+            self._flush()
+            self._close_heading(node)
+        if node.block:
+            self._break()
+        if node.tag == "pre":
+            self.pre -= 1
+        elif node.tag == "tr":
+            self.row_has_text = False
+            self.pending_sep = False
+        if node.main:
+            self.main -= 1
+        if node.section:
+            depth = len(self.sections)
+            self.sections.pop()
+            # Headings of a closed section no longer frame the text that follows.
+            self.headings = [h for h in self.headings if h.depth < depth]
+            self._refresh()
+
+    def _close_heading(self, node: _Open) -> None:
+        self.heading_open = None
+        text = " ".join("".join(self.heading_parts).split())
+        if not text:
+            return
+        while self.headings and self.headings[-1].level >= node.heading:
+            self.headings.pop()
+        self.headings.append(_Heading(node.heading, len(self.sections), text, node.hid))
+        self._refresh()
+        # The heading's own lines belong to the section it opens.
+        for rec in self.records[self.heading_start :]:
+            rec[2] = self.section
+            rec[3] = self.anchor
+
+    def _refresh(self) -> None:
+        """Recompute the heading path and the anchor after headings or sections changed."""
+        self.section = tuple(h.text for h in self.headings)
+        anchor: str | None = None
+        # Innermost enclosing section first: its id, else the id of its own heading. A
+        # container without a heading (a <section> used for console tabs) is not a section
+        # of the document, so it is skipped.
+        for depth in range(len(self.sections), -1, -1):
+            own = [h for h in self.headings if h.depth == depth]
+            if not own:
+                continue
+            if depth and self.sections[depth - 1].anchor:
+                anchor = self.sections[depth - 1].anchor
+                break
+            hid = next((h.hid for h in reversed(own) if h.hid), None)
+            if hid:
+                anchor = hid
+                break
+        self.anchor = anchor
+
+    def finish(self) -> tuple[list[SourceLine], str | None]:
+        self.close()
+        while self.stack:
+            self._pop()
+        self._flush()
+        records = self.records
+        if any(r[4] and r[1] for r in records):
+            records = [r for r in records if r[4]]
+        lines: list[SourceLine] = []
+        for no, text, section, anchor, _ in records:
+            if not text and (not lines or not lines[-1].text):
+                continue  # no leading or doubled paragraph breaks
+            lines.append(SourceLine(no=no, text=text, section=section, anchor=anchor))
+        while lines and not lines[-1].text:
+            lines.pop()
+        title = self.title
+        if title is None:
+            title = next((s[0] for s in (line.section for line in lines) if s), None)
+        return lines, title
+
+
+def _is_chrome(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    """Navigation, page furniture and invisible elements: never document text."""
+    if tag in _DROP_TAGS:
+        return True
+    for key, value in attrs:
+        if not value:
+            if key == "hidden":
+                return True
+            continue
+        if key == "class":
+            classes = value.split()
+            if not _DROP_CLASSES.isdisjoint(classes):
+                return True
+            if "contents" in classes and "topic" in classes:
+                return True  # docutils' local table of contents: links to headings below
+        elif key == "id":
+            if value in _DROP_IDS:
+                return True
+        elif key == "role":
+            if value in _DROP_ROLES:
+                return True
+        elif key == "aria-hidden":
+            if value == "true":
+                return True
+        elif key == "style":
+            if _DISPLAY_NONE_RE.search(value):
+                return True
+        elif key == "href" and tag == "a" and value == "#top":
+            return True  # "Back to Top"
+    if tag == "a" and (_attr(attrs, "href") or "").startswith("#"):
+        if not _PERMALINK_CLASSES.isdisjoint((_attr(attrs, "class") or "").split()):
+            return True
+    return False
+
+
+def _attr(attrs: list[tuple[str, str | None]], name: str) -> str | None:
+    return next((value for key, value in attrs if key == name), None)
+
+
+def extract_html(text: str) -> tuple[list[SourceLine], str | None]:
+    """The visible text of an HTML page as SourceLines, and the page's <title>."""
+    parser = _Extractor()
+    parser.feed(text)
+    return parser.finish()

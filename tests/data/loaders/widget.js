@@ -1,0 +1,4 @@
+// A tiny widget.
+export function widget(name) {
+  return `<b>${name}</b>`;
+}

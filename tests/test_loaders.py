@@ -1,0 +1,475 @@
+"""Loaders on real files: fixtures in tests/data/loaders, bad files made in tmp_path."""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import html
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from ragcore.ingest.html import extract_html
+from ragcore.ingest.loaders import (
+    SUPPORTED_SUFFIXES,
+    LoadError,
+    kind_for,
+    load_bytes,
+    load_file,
+)
+from ragcore.types import LoadedDocument
+
+DATA = Path(__file__).parent / "data" / "loaders"
+BIG = 20_000_000
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06"
+
+
+def load(name: str) -> LoadedDocument:
+    return load_file(DATA / name, DATA, max_bytes=BIG)
+
+
+def by_text(doc: LoadedDocument, text: str):
+    return next(line for line in doc.lines if line.text == text)
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def reason_of(path: Path, root: Path, max_bytes: int = BIG) -> str:
+    with pytest.raises(LoadError) as err:
+        load_file(path, root, max_bytes=max_bytes)
+    assert str(err.value) == err.value.reason
+    return err.value.reason
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def test_kind_for_dispatches_by_suffix_case_insensitively() -> None:
+    assert kind_for(Path("a/README.md")) == "markdown"
+    assert kind_for(Path("x.MARKDOWN")) == "markdown"
+    assert kind_for(Path("index.rst")) == "rst"
+    assert kind_for(Path("notes.txt")) == "text"
+    assert kind_for(Path("page.HTM")) == "html"
+    assert kind_for(Path("paper.pdf")) == "pdf"
+    assert kind_for(Path("engine.py")) == "code"
+    assert kind_for(Path("cfg.yaml")) == "code"
+    assert kind_for(Path("photo.png")) is None
+    assert kind_for(Path("Makefile")) is None
+
+
+def test_supported_suffixes_cover_the_documented_set() -> None:
+    wanted = {".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf", ".py", ".js", ".ts",
+              ".tsx", ".jsx", ".java", ".go", ".rs", ".c", ".cc", ".cpp", ".h", ".hpp", ".cs",
+              ".rb", ".php", ".sh", ".sql", ".yaml", ".yml", ".toml", ".json", ".css", ".kt",
+              ".swift", ".scala"}  # fmt: skip
+    assert wanted <= SUPPORTED_SUFFIXES
+    assert all(kind_for(Path("f" + s)) is not None for s in SUPPORTED_SUFFIXES)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def test_text_lines_are_verbatim_with_path_and_hash(tmp_path: Path) -> None:
+    raw = (DATA / "notes.txt").read_bytes()
+    nested = write(tmp_path, "sub/dir/notes.txt", raw)
+    doc = load_file(nested, tmp_path, max_bytes=BIG)
+    assert doc.path == "sub/dir/notes.txt"
+    assert doc.kind == "text"
+    assert doc.doc_hash == hashlib.sha256(raw).hexdigest()
+    assert [line.text for line in doc.lines] == raw.decode().split("\n")
+    assert [line.no for line in doc.lines] == list(range(1, len(doc.lines) + 1))
+    assert by_text(doc, "\tTabs and   spaces stay exactly as written.").no == 4
+    assert by_text(doc, "Line five has trailing spaces.   ").no == 6
+    assert all(line.section == () and line.page is None for line in doc.lines)
+
+
+def test_crlf_line_endings_are_stripped(tmp_path: Path) -> None:
+    path = write(tmp_path, "w.txt", b"one\r\ntwo\r\n\r\nfour\r\n")
+    doc = load_file(path, tmp_path, max_bytes=BIG)
+    got = [(line.no, line.text) for line in doc.lines]
+    assert got == [(1, "one"), (2, "two"), (3, ""), (4, "four")]
+
+
+def test_load_bytes_matches_load_file() -> None:
+    for name in ("guide.md", "doc.rst", "engine.py", "tricky.html"):
+        assert load_bytes((DATA / name).read_bytes(), name) == load(name)
+
+
+def test_utf8_bom_is_accepted_and_dropped(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.md", codecs.BOM_UTF8 + "# Café\n".encode())
+    doc = load_file(path, tmp_path, max_bytes=BIG)
+    assert doc.lines[0].text == "# Café"
+    assert doc.lines[0].section == ("Café",)
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_with_bom_is_accepted(tmp_path: Path, codec: str) -> None:
+    bom = codecs.BOM_UTF16_LE if codec.endswith("le") else codecs.BOM_UTF16_BE
+    data = bom + "Grüße\r\nzweite Zeile\r\n".encode(codec)
+    doc = load_file(write(tmp_path, "u.txt", data), tmp_path, max_bytes=BIG)
+    assert [line.text for line in doc.lines] == ["Grüße", "zweite Zeile"]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    assert reason_of(write(tmp_path, "e.md", b""), tmp_path) == "empty file"
+
+
+def test_whitespace_only_file_yields_no_text(tmp_path: Path) -> None:
+    assert "no text" in reason_of(write(tmp_path, "w.txt", b" \n\n\t\n"), tmp_path)
+
+
+def test_png_renamed_to_md_is_binary(tmp_path: Path) -> None:
+    path = write(tmp_path, "image.md", PNG_MAGIC + b"\x00" * 64)
+    assert reason_of(path, tmp_path) == "binary content, not text"
+
+
+def test_control_characters_without_nul_are_binary(tmp_path: Path) -> None:
+    data = bytes(range(1, 9)) * 40 + b"some text"
+    assert reason_of(write(tmp_path, "c.txt", data), tmp_path) == "binary content, not text"
+
+
+def test_oversized_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "big.txt", b"x" * 2048)
+    assert reason_of(path, tmp_path, max_bytes=1000) == "file is 2.0 KB, over the 1.0 KB limit"
+    with pytest.raises(LoadError, match="over the"):
+        load_bytes(b"x" * 2048, "big.txt", max_bytes=1000)
+
+
+def test_oversized_message_in_megabytes(tmp_path: Path) -> None:
+    path = tmp_path / "huge.txt"
+    with path.open("wb") as fh:
+        fh.truncate(25_300_000)  # sparse: the size is checked before anything is read
+    reason = reason_of(path, tmp_path, max_bytes=20_000_000)
+    assert reason == "file is 25.3 MB, over the 20.0 MB limit"
+
+
+def test_latin1_text_is_not_utf8(tmp_path: Path) -> None:
+    data = b"x" * 1234 + "café".encode("latin-1")
+    reason = reason_of(write(tmp_path, "l.txt", data), tmp_path)
+    assert reason == "not valid UTF-8 text (first bad byte 0xe9 at offset 1237)"
+
+
+def test_unsupported_suffix(tmp_path: Path) -> None:
+    assert "unsupported" in reason_of(write(tmp_path, "a.png", b"x"), tmp_path)
+    with pytest.raises(LoadError):
+        load_bytes(b"x", "a.exe")
+
+
+def test_directory_and_missing_file(tmp_path: Path) -> None:
+    (tmp_path / "folder.md").mkdir()
+    assert reason_of(tmp_path / "folder.md", tmp_path) == "is a directory"
+    assert reason_of(tmp_path / "gone.md", tmp_path) == "file not found"
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "secret.md", b"# hi\n")
+    path.chmod(0)
+    try:
+        assert reason_of(path, tmp_path) == "permission denied"
+    finally:
+        path.chmod(0o600)
+
+
+def test_html_without_visible_text(tmp_path: Path) -> None:
+    page = (
+        b"<html><head><title>T</title><script>var x = 1;</script></head>"
+        b"<body><nav>menu</nav></body></html>"
+    )
+    assert reason_of(write(tmp_path, "x.html", page), tmp_path) == "HTML has no visible text"
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def test_markdown_sections_anchors_and_code_fences() -> None:
+    doc = load("guide.md")
+    assert doc.kind == "markdown" and doc.title == "Guide"
+    raw = (DATA / "guide.md").read_text().split("\n")[:-1]
+    assert [line.text for line in doc.lines] == raw
+    # Front matter: kept, but no section (and its closing --- is not a setext underline).
+    assert all(line.section == () for line in doc.lines[:5])
+    assert by_text(doc, "Intro paragraph with **bold** text.").section == ("Guide",)
+    assert by_text(doc, "Some text.").section == ("Guide", "Install")  # trailing #s cleaned
+    pip = by_text(doc, "pip install ragcore")
+    assert pip.section == ("Guide", "Install", "From PyPI") and pip.anchor == "from-pypi"
+    # '#' lines inside ``` and ~~~ fences are code, not headings.
+    assert by_text(doc, "# not a heading").section == ("Guide", "Install", "From PyPI")
+    assert by_text(doc, "## also not a heading").section == ("Guide", "Install", "From PyPI")
+    # Setext headings, the title line included; link markup cleaned from the heading text.
+    assert by_text(doc, "Setext Title").section == ("Setext Title",)
+    sub = by_text(doc, "Sub title with [a link](http://x)")
+    assert sub.section == ("Setext Title", "Sub title with a link")
+    assert sub.anchor == "sub-title-with-a-link"
+    # "- item" followed by "---" is a list and a rule, not a heading.
+    assert by_text(doc, "Done.").section == ("Setext Title", "Sub title with a link")
+
+
+def test_markdown_duplicate_headings_get_github_suffixes(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.md", b"# A\n## Usage\nx\n# B\n## Usage\ny\n")
+    doc = load_file(path, tmp_path, max_bytes=BIG)
+    assert by_text(doc, "x").anchor == "usage"
+    assert by_text(doc, "y").anchor == "usage-1"
+    assert by_text(doc, "y").section == ("B", "Usage")
+
+
+# --------------------------------------------------------------------------- reST
+
+
+def test_rst_sections_by_adornment_style() -> None:
+    doc = load("doc.rst")
+    assert doc.kind == "rst" and doc.title == "The Doc"
+    assert [line.text for line in doc.lines] == (DATA / "doc.rst").read_text().split("\n")[:-1]
+    assert doc.lines[0].section == ("The Doc",) and doc.lines[0].anchor == "the-doc"
+    assert by_text(doc, "Text one.").section == ("The Doc", "Section One")
+    text_a = by_text(doc, "Text A::")
+    assert text_a.section == ("The Doc", "Section One", "Sub A") and text_a.anchor == "sub-a"
+    # An indented literal block's "-------" is not an underline.
+    assert by_text(doc, "    literal").section == ("The Doc", "Section One", "Sub A")
+    two = by_text(doc, "Text two.")
+    assert two.section == ("The Doc", "Section Two") and two.anchor == "section-two"
+
+
+# --------------------------------------------------------------------------- code
+
+
+def test_python_sections_follow_classes_and_defs() -> None:
+    doc = load("engine.py")
+    assert doc.kind == "code"
+    assert [line.text for line in doc.lines] == (DATA / "engine.py").read_text().split("\n")[:-1]
+    assert by_text(doc, "import os").section == ()
+    assert by_text(doc, "@decorator").section == ("def top",)  # decorators go with their def
+    assert by_text(doc, "# helper comment").section == ("def top",)
+    # Text at column 0 inside a docstring does not end the function.
+    assert by_text(doc, "with text at column 0").section == ("def top",)
+    assert by_text(doc, "    return a").section == ("def top",)
+    assert by_text(doc, "    x = 1").section == ("class Engine",)
+    assert by_text(doc, "    @property").section == ("class Engine", "def ask")
+    # The ")" of a multi-line signature does not close the method; nested defs stay inside.
+    assert by_text(doc, "    ):").section == ("class Engine", "def run")
+    assert by_text(doc, "            pass").section == ("class Engine", "def run")
+    assert by_text(doc, "CONST = 2").section == ()
+
+
+def test_other_code_is_verbatim_without_sections() -> None:
+    doc = load("widget.js")
+    assert doc.kind == "code"
+    assert [line.text for line in doc.lines] == (DATA / "widget.js").read_text().split("\n")[:-1]
+    assert all(line.section == () for line in doc.lines)
+
+
+# --------------------------------------------------------------------------- PDF
+
+
+def make_pdf(path: Path, pages: list[list[str]], title: str | None = None) -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=A4)
+    if title:
+        c.setTitle(title)
+    for lines in pages:
+        for i, text in enumerate(lines):
+            c.drawString(72, 800 - 18 * i, text)
+        c.showPage()
+    c.save()
+    return path.read_bytes()
+
+
+def test_pdf_pages_and_line_numbers(tmp_path: Path) -> None:
+    make_pdf(
+        tmp_path / "paper.pdf",
+        [["Grounded answers need evidence.", "Every chunk knows its page."],
+         ["Second page starts here.", "It mentions Qdrant collections."]],
+        title="Two Pages",
+    )  # fmt: skip
+    doc = load_file(tmp_path / "paper.pdf", tmp_path, max_bytes=BIG)
+    assert doc.kind == "pdf" and doc.title == "Two Pages"
+    assert {line.page for line in doc.lines} == {1, 2}
+    first = by_text(doc, "Grounded answers need evidence.")
+    assert (first.page, first.no) == (1, 1)
+    qdrant = next(line for line in doc.lines if "Qdrant" in line.text)
+    assert (qdrant.page, qdrant.no) == (2, 2)
+    assert by_text(doc, "Second page starts here.").page == 2
+    assert all(line.section == () for line in doc.lines)
+
+
+def test_pdf_without_text(tmp_path: Path) -> None:
+    make_pdf(tmp_path / "scan.pdf", [[]])
+    assert reason_of(tmp_path / "scan.pdf", tmp_path) == "PDF has no extractable text (scanned?)"
+
+
+def test_corrupt_pdfs(tmp_path: Path) -> None:
+    random_pdf = write(tmp_path, "random.pdf", os.urandom(4096).replace(b"\x00", b"\x01"))
+    assert reason_of(random_pdf, tmp_path).startswith("could not read PDF: ")
+    good = make_pdf(tmp_path / "good.pdf", [["Some text on a page."]])
+    truncated = write(tmp_path, "truncated.pdf", good[: len(good) // 2])
+    assert reason_of(truncated, tmp_path).startswith("could not read PDF: ")
+
+
+# --------------------------------------------------------------------------- HTML
+
+CHROME = [
+    "Django 3.2.25 documentation",  # the #hd banner (the <title> suffix is not a line)
+    "Back to Top",
+    "Table of Contents",
+    "Previous topic",
+    "Next topic",
+    "Quick search",
+    "Last update",
+    "Table of contents",  # global nav
+    "Module index",
+    "previous",
+    "¶",
+    "django_template_builtins",  # inline <script>
+    "$(document)",
+]
+
+
+@pytest.mark.parametrize("name", ["django-tutorial01.html", "django-geoip2.html"])
+def test_django_page_is_documentation_text_only(name: str) -> None:
+    doc = load(name)
+    text = "\n".join(line.text for line in doc.lines)
+    for chrome in CHROME:
+        assert chrome not in text, chrome
+    raw = (DATA / name).read_text()
+    ids = set(re.findall(r'\sid="([^"]+)"', raw))
+    anchors = {line.anchor for line in doc.lines}
+    assert None not in anchors and anchors <= ids
+    assert not any(a.startswith("s-") for a in anchors)  # Sphinx's "s-" twins are avoided
+    # Every line's text is really on the source line it claims (tags stripped, entities decoded).
+    raw_lines = raw.split("\n")
+    for line in doc.lines:
+        if line.text:
+            source = " ".join(html.unescape(re.sub(r"<[^>]*>", "", raw_lines[line.no - 1])).split())
+            for cell in " ".join(line.text.split()).removeprefix("| ").split(" | "):
+                assert cell in source, (line.no, line.text)
+
+
+def test_django_tutorial_sections_and_anchors() -> None:
+    doc = load("django-tutorial01.html")
+    assert doc.title == "Writing your first Django app, part 1 — Django 3.2.25 documentation"
+    first = doc.lines[0]
+    assert (first.no, first.text) == (97, "Writing your first Django app, part 1")
+    assert first.section == ("Writing your first Django app, part 1",)
+    assert first.anchor == "writing-your-first-django-app-part-1"
+    learn = by_text(doc, "Let’s learn by example.")
+    assert learn.no == 98 and learn.section == first.section
+    route = by_text(doc, "path() argument: route")
+    assert route.section == (
+        "Writing your first Django app, part 1", "Write your first view", "path() argument: route"
+    )
+    assert route.anchor == "path-argument-route"
+    # Code in <pre> keeps its lines and indentation; console tab sections do not become anchors.
+    startproject = by_text(doc, "$ django-admin startproject mysite")
+    assert startproject.anchor == "creating-a-project"
+    assert by_text(doc, "    manage.py").section[-1] == "Creating a project"
+    # The text after the last heading ends the document: no footer, no sidebar.
+    assert doc.lines[-1].text == "database."
+
+
+def test_django_reference_page_tables_and_sphinx_ids() -> None:
+    doc = load("django-geoip2.html")
+    top = doc.lines[0]
+    assert top.text == "Geolocation with GeoIP2"
+    # <div class="section" id="s-module-…"> + <span id="module-…">: the id without "s-".
+    assert top.anchor == "module-django.contrib.gis.geoip2"
+    assert by_text(doc, "Keyword Arguments").no + 1 == by_text(doc, "| Description").no
+    methods = by_text(doc, "Instantiating")
+    assert methods.section == ("Geolocation with GeoIP2", "Methods", "Instantiating")
+    assert methods.anchor == "instantiating"
+
+
+def test_tricky_html() -> None:
+    doc = load("tricky.html")
+    assert doc.title == "Tricky & Co"
+    got = [(line.no, line.text) for line in doc.lines]
+    assert got == [
+        (13, "Tricky page"),
+        (13, ""),
+        (14, "First paragraph & entities: café <tag> — done."),
+        (15, ""),
+        (15, "Second paragraph, unclosed, with inline"),
+        (16, "code spanning lines."),
+        (17, ""),
+        (18, "one"),
+        (19, ""),
+        (19, "two bolditalic"),
+        (20, ""),
+        (20, "three after break"),
+        (21, ""),
+        (22, "Code"),
+        (22, ""),
+        (23, "def f(x):"),
+        (24, "    return x  # <ok>"),
+        (25, ""),
+        (26, "print(f(1))"),
+        (26, ""),
+        (28, "Name | Value"),
+        (28, ""),
+        (29, "alpha | 1"),
+        (29, ""),
+        (30, "beta"),
+        (31, "| 2"),
+        (31, ""),
+        (34, "Last wordshere."),
+    ]
+    assert doc.lines[0].section == ("Tricky page",) and doc.lines[0].anchor == "top-title"
+    code = by_text(doc, "def f(x):")
+    assert code.section == ("Tricky page", "Code") and code.anchor == "code"
+
+
+def test_html_main_container_wins() -> None:
+    page = (
+        "<html><body>\n<div>Outside text</div>\n<main>\n<h1>Inside</h1>\n<p>Body text</p>\n"
+        "</main>\n<div>After</div>\n</body></html>\n"
+    )
+    lines, title = extract_html(page)
+    assert [line.text for line in lines if line.text] == ["Inside", "Body text"]
+    assert title == "Inside"  # no <title>: the first heading
+
+
+def test_html_unclosed_and_stray_tags_keep_the_stack_sane() -> None:
+    page = (
+        "<body><div class='section' id='a'><h2>A</h2><p>one<p>two</span></div>\n"
+        "<dl><dt>term<dd>definition<dt>other</dl>\n"
+        "<section id='b'><h2>B</h2><table><tr><td>x<td>y<tr><td>z</table></section>\n"
+        "<p>tail</body>"
+    )
+    lines, _ = extract_html(page)
+    texts = [(line.text, line.section, line.anchor) for line in lines if line.text]
+    assert texts == [
+        ("A", ("A",), "a"),
+        ("one", ("A",), "a"),
+        ("two", ("A",), "a"),
+        ("term", (), None),  # the section closed: its heading no longer applies
+        ("definition", (), None),
+        ("other", (), None),
+        ("B", ("B",), "b"),
+        ("x | y", ("B",), "b"),
+        ("z", ("B",), "b"),
+        ("tail", (), None),
+    ]
+
+
+def test_html_character_references_do_not_shift_lines() -> None:
+    page = "<p>a&#10;b &amp; AT&T caf&eacute;\n<pre>x&#10;y\nz</pre>\n<p>end"
+    lines, _ = extract_html(page)
+    got = [(line.no, line.text) for line in lines if line.text]
+    assert got == [(1, "a b & AT&T café"), (2, "x y"), (3, "z"), (4, "end")]
+
+
+def test_markdown_empty_heading_names_no_section(tmp_path: Path) -> None:
+    path = write(tmp_path, "e.md", b"# Real\n#\ntext\n")
+    doc = load_file(path, tmp_path, max_bytes=BIG)
+    assert by_text(doc, "text").section == ("Real",)
