@@ -82,6 +82,11 @@ def load_file(path: Path, root: Path, *, max_bytes: int) -> LoadedDocument:
     rel = _relative_posix(path, root)
     if kind_for(path) is None:
         raise LoadError(f"unsupported file type {path.suffix or '(no suffix)'!r}")
+    return load_bytes(read_bytes(path, max_bytes=max_bytes), rel, max_bytes=max_bytes)
+
+
+def read_bytes(path: Path, *, max_bytes: int) -> bytes:
+    """A file's bytes, or LoadError with a reason (too big, unreadable)."""
     # Check the size before reading so that a huge file never lands in memory.
     try:
         size = path.stat().st_size
@@ -90,10 +95,9 @@ def load_file(path: Path, root: Path, *, max_bytes: int) -> LoadedDocument:
     if size > max_bytes:
         raise LoadError(_too_big(size, max_bytes))
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise LoadError(_os_reason(exc)) from exc
-    return load_bytes(data, rel, max_bytes=max_bytes)
 
 
 def load_bytes(data: bytes, rel_path: str, *, max_bytes: int | None = None) -> LoadedDocument:

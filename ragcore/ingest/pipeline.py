@@ -23,14 +23,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..config import Settings
 from ..embeddings import OnnxMiniLM
 from ..store import PointRef, Store, embed_text, point_id, utc_now
 from ..types import Chunk, FileOutcome, IngestReport
 from .chunking import chunk_document
-from .loaders import LoadError, kind_for, load_bytes
+from .loaders import LoadError, kind_for, load_bytes, read_bytes
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path)
 
@@ -57,22 +57,20 @@ def discover(paths: Sequence[Path]) -> tuple[Path, list[SourceFile]]:
         root = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in paths]))
     found: dict[str, SourceFile] = {}
     for p in paths:
-        candidates: Iterable[Path]
-        if p.is_dir():
-            candidates = (
-                Path(dp) / f
-                for dp, dns, fns in os.walk(p)
-                for f in sorted(fns)
-                if not dns.__setitem__(slice(None), sorted(d for d in dns if d not in SKIP_DIRS and not d.startswith(".")))
-            )
-        else:
-            candidates = [p]
-        for f in candidates:
+        for f in _walk(p) if p.is_dir() else [p]:
             if kind_for(f) is None or f.name.startswith("."):
                 continue
             rel = PurePosixPath(f.relative_to(root)).as_posix()
             found[rel] = SourceFile(rel=rel, path=f)
     return root, [found[k] for k in sorted(found)]
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Files under ``folder``, skipping VCS, virtualenv and cache folders and hidden ones."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
 
 
 class _Writer:
@@ -140,13 +138,13 @@ def ingest(
             progress(i, len(sources), src.rel)
         refs = state.get(src.rel, [])
         try:
-            data = src.data if src.data is not None else _read(src.path, settings.max_file_bytes)
+            data = src.data if src.data is not None else read_bytes(src.path, max_bytes=settings.max_file_bytes)
             digest = hashlib.sha256(data).hexdigest()
             if refs and all(r.doc_hash == digest for r in refs) and len(refs) == refs[0].doc_chunks:
                 outcomes.append(FileOutcome(src.rel, "unchanged", len(refs)))
                 hashes[src.rel] = digest
                 continue
-            doc = load_bytes(data, src.rel)  # bytes already read (and hashed) once
+            doc = load_bytes(data, src.rel, max_bytes=settings.max_file_bytes)  # bytes read (and hashed) once
             chunks = chunk_document(doc, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
             if not chunks:
                 raise LoadError("no text to index")
@@ -190,15 +188,3 @@ def ingest(
         seconds=time.perf_counter() - t0, chunks_written=writer.written,
     )
 
-
-def _read(path: Path | None, max_bytes: int) -> bytes:
-    assert path is not None
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise LoadError(f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit")
-        return path.read_bytes()
-    except PermissionError as exc:
-        raise LoadError("permission denied") from exc
-    except OSError as exc:
-        raise LoadError(f"could not read file ({exc.strerror or exc})") from exc

@@ -1,0 +1,292 @@
+"""`ragcore bench ingest | query | answer`: speed measured against a baseline in the same run.
+
+The machine this runs on is shared and noisy, so every result is reported next to a baseline
+timed in the same process, and the ratio is the number to compare across runs. Results are
+written as JSON (and a short Markdown summary) under ``bench/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .config import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_RESULTS = REPO / "bench" / "results"
+DJANGO = REPO.parent / "shared" / "data" / "django-docs-qa"
+
+
+def _pcts(ms: Sequence[float]) -> dict[str, float]:
+    a = np.asarray(ms, dtype=float)
+    return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2),
+            "mean_ms": round(float(a.mean()), 2), "n": int(a.size)}
+
+
+def _machine() -> dict[str, Any]:
+    import os
+
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _write(results_dir: Path, name: str, payload: dict[str, Any], summary: str) -> Path:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    (results_dir / f"{name}.md").write_text(summary + "\n")
+    return path
+
+
+def _sample_files(corpus: Path, limit: int | None) -> list[Path]:
+    from .ingest.loaders import kind_for
+
+    files = sorted(p for p in corpus.rglob("*") if p.is_file() and kind_for(p) is not None)
+    if limit and len(files) > limit:
+        step = len(files) / limit
+        files = [files[int(i * step)] for i in range(limit)]
+    return files
+
+
+# ------------------------------------------------------------------ ingest
+
+
+def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str, Any]:
+    """Chunks/s of ``ragcore ingest`` vs LlamaIndex ``VectorStoreIndex.from_documents``.
+
+    Both read the same files with the same loaders (so the baseline gets clean text, not raw
+    HTML) and embed with the same ONNX model; the baseline uses LlamaIndex's defaults
+    otherwise (SentenceSplitter 1024/200 tokens, embed batch 10, in-memory vector store).
+    """
+    from llama_index.core import Document, VectorStoreIndex
+
+    from .embeddings import OnnxEmbedding, OnnxMiniLM
+    from .ingest.loaders import LoadError, load_file
+    from .pipeline import Engine
+
+    files = _sample_files(corpus, limit)
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = Path(tmp) / "corpus"
+        for f in files:  # a flat copy of the sample, so both sides read exactly these files
+            dest = staging / f.relative_to(corpus)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(f.read_bytes())
+        words = 0
+        encoder = OnnxMiniLM()
+        encoder.encode(["warm up"])
+
+        # baseline first, then ragcore, then the baseline again: drift on a shared machine
+        # shows up as a difference between the two baseline runs
+        def baseline() -> dict[str, Any]:
+            t0 = time.perf_counter()
+            docs = []
+            for f in sorted(staging.rglob("*")):
+                if not f.is_file():
+                    continue
+                try:
+                    d = load_file(f, staging, max_bytes=50_000_000)
+                except LoadError:
+                    continue
+                docs.append(Document(text="\n".join(line.text for line in d.lines), metadata={"path": d.path}))
+            index = VectorStoreIndex.from_documents(docs, embed_model=OnnxEmbedding(encoder))
+            secs = time.perf_counter() - t0
+            n = len(index.index_struct.nodes_dict)
+            return {"seconds": round(secs, 2), "chunks": n, "chunks_per_s": round(n / secs, 2)}
+
+        base1 = baseline()
+        engine = Engine(Settings(data_dir=Path(tmp) / "data"), encoder=encoder)
+        t0 = time.perf_counter()
+        report = engine.ingest([staging], "bench")
+        secs = time.perf_counter() - t0
+        chunks = report.chunks_written
+        for o in report.outcomes:
+            if o.status == "added":
+                words += 0
+        engine.close()
+        ours = {"seconds": round(secs, 2), "chunks": chunks, "chunks_per_s": round(chunks / secs, 2),
+                "failed_files": report.count("failed")}
+        base2 = baseline()
+
+    base_cps = statistics.mean([base1["chunks_per_s"], base2["chunks_per_s"]])
+    base_secs = statistics.mean([base1["seconds"], base2["seconds"]])
+    payload = {
+        "bench": "ingest", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
+        "corpus": str(corpus), "files": len(files), "ragcore": ours, "baseline_runs": [base1, base2],
+        "ratio_chunks_per_s": round(ours["chunks_per_s"] / base_cps, 2),
+        "ratio_wall_time": round(base_secs / ours["seconds"], 2),
+        "settings": {"chunk_size_words": Settings().chunk_size, "chunk_overlap_words": Settings().chunk_overlap},
+    }
+    summary = (
+        f"# bench ingest ({payload['when']})\n\n{len(files)} files of {corpus.name}.\n\n"
+        f"| run | chunks | seconds | chunks/s |\n|---|---|---|---|\n"
+        f"| LlamaIndex VectorStoreIndex (before) | {base1['chunks']} | {base1['seconds']} | {base1['chunks_per_s']} |\n"
+        f"| ragcore ingest | {ours['chunks']} | {ours['seconds']} | {ours['chunks_per_s']} |\n"
+        f"| LlamaIndex VectorStoreIndex (after) | {base2['chunks']} | {base2['seconds']} | {base2['chunks_per_s']} |\n\n"
+        f"Throughput ratio (chunks/s, ragcore / baseline): **{payload['ratio_chunks_per_s']}x**; "
+        f"wall-time ratio for the same files (baseline / ragcore): {payload['ratio_wall_time']}x."
+    )
+    _write(results_dir, "ingest", payload, summary)
+    return payload
+
+
+# ------------------------------------------------------------------ query
+
+
+def _questions() -> list[str]:
+    qs: list[str] = []
+    for name in ("questions.jsonl", "unanswerable.jsonl"):
+        p = DJANGO / name
+        if p.is_file():
+            qs += [json.loads(line)["question"] for line in p.read_text().splitlines() if line.strip()]
+    if not qs:
+        qs = [line.strip("# ").strip() + "?" for f in sorted((REPO / "docs").glob("*.md"))
+              for line in f.read_text().splitlines() if line.startswith("## ")]
+    return qs
+
+
+def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> int:
+    """Copy ``src``'s points (vectors included, no re-embedding) into ``dest`` until it holds
+    ``size`` chunks; copies get their own ids and a ``copyN/`` path prefix."""
+    from dataclasses import replace
+
+    from .ingest.chunking import chunk_id
+    from .store import point_id
+
+    data = src_engine.store.load(src)
+    dest_engine.store.ensure_collection(dest)
+    n, k = 0, 0
+    while n < size:
+        take = min(size - n, len(data.chunks))
+        prefix = f"copy{k}/" if k else ""
+        chunks = [replace(c, path=prefix + c.path, chunk_id=chunk_id(prefix + c.path, c.start_line, c.end_line, c.text))
+                  for c in data.chunks[:take]]
+        counts: dict[str, int] = {}
+        for c in chunks:
+            counts[c.path] = counts.get(c.path, 0) + 1
+        for i in range(0, take, 512):
+            dest_engine.store.write_chunks(dest, chunks[i : i + 512], data.dense[i : i + 512], counts)
+        n += take
+        k += 1
+    dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
+    assert point_id  # ids come from chunk ids (see store.point_id)
+    return n
+
+
+def bench_query(source_collection: str, size: int, top_k: int, repeats: int, results_dir: Path, settings: Settings) -> dict[str, Any]:
+    """p50/p95 retrieval latency per mode at ``size`` chunks, vs a LlamaIndex VectorStoreIndex
+    (in-memory, same vectors, same query encoder) and vs querying embedded Qdrant directly."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    from .embeddings import OnnxEmbedding, OnnxMiniLM
+    from .pipeline import Engine
+
+    encoder = OnnxMiniLM()
+    src = Engine(settings, encoder=encoder)
+    if not src.store.exists(source_collection):
+        raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}; ingest one first "
+                         f"(e.g. ragcore ingest {DJANGO / 'corpus'} --collection {source_collection})")
+    questions = _questions()
+    with tempfile.TemporaryDirectory() as tmp:
+        eng = Engine(Settings(data_dir=Path(tmp)), encoder=encoder)
+        n = _pad_collection(src, source_collection, eng, "bench", size)
+        src.close()
+        encoder.encode(questions)  # the query encoder's cache is not what we measure:
+        encoder._cache.clear()  # warm the session, then drop cached query vectors
+
+        def timed(fn: Callable[[str], Any]) -> list[float]:
+            out = []
+            for _ in range(repeats):
+                for q in questions:
+                    encoder._cache.clear()
+                    t0 = time.perf_counter()
+                    fn(q)
+                    out.append((time.perf_counter() - t0) * 1e3)
+            return out
+
+        t0 = time.perf_counter()
+        eng.retriever.index("bench")
+        index_load_s = time.perf_counter() - t0
+        modes = {}
+        for mode in ("dense", "sparse", "hybrid"):
+            s = eng.settings.with_(mode=mode, top_k=top_k)
+            modes[mode] = _pcts(timed(lambda q, s=s: eng.retrieve(q, s, "bench")))
+
+        # embedded Qdrant queried directly (what the in-process index replaces)
+        s_h = eng.settings.with_(mode="hybrid", top_k=top_k)
+
+        def qdrant_direct(q: str) -> None:
+            qv = encoder.encode([q])[0]
+            eng.retriever._pool_server("bench", qv, eng.retriever.bm25.encode_query(q), s_h)
+
+        direct = _pcts(timed(qdrant_direct)[: max(20, len(questions) // 2)])
+
+        # LlamaIndex baseline: VectorStoreIndex over the same vectors, default in-memory store
+        data = eng.store.load("bench")
+        nodes = [TextNode(id_=c.chunk_id, text=c.text, embedding=v.tolist()) for c, v in zip(data.chunks, data.dense)]
+        index = VectorStoreIndex(nodes, embed_model=OnnxEmbedding(encoder))
+        retriever = index.as_retriever(similarity_top_k=top_k)
+        baseline = _pcts(timed(lambda q: retriever.retrieve(q)))
+        eng.close()
+
+    payload = {
+        "bench": "query", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
+        "chunks": n, "source_collection": source_collection, "queries": len(questions), "repeats": repeats,
+        "top_k": top_k, "index_load_s": round(index_load_s, 2), "ragcore": modes,
+        "embedded_qdrant_direct_hybrid": direct, "baseline_llamaindex_dense": baseline,
+        "ratio_hybrid_p95_vs_baseline_dense_p95": round(modes["hybrid"]["p95_ms"] / baseline["p95_ms"], 2),
+    }
+    rows = "\n".join(f"| ragcore {m} | {v['p50_ms']} | {v['p95_ms']} |" for m, v in modes.items())
+    summary = (
+        f"# bench query ({payload['when']})\n\n{n} chunks, {len(questions)} questions × {repeats}, top-k {top_k}; "
+        f"latency includes embedding the question.\n\n| run | p50 ms | p95 ms |\n|---|---|---|\n{rows}\n"
+        f"| LlamaIndex VectorStoreIndex (dense, in memory) | {baseline['p50_ms']} | {baseline['p95_ms']} |\n"
+        f"| embedded Qdrant queried directly (hybrid) | {direct['p50_ms']} | {direct['p95_ms']} |\n\n"
+        f"Loading the in-process index once per corpus version: {payload['index_load_s']} s."
+    )
+    _write(results_dir, "query", payload, summary)
+    return payload
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="benchmarks against a baseline in the same run (results in bench/results/)")
+    bsub = b.add_subparsers(dest="bench", required=True)
+    bi = bsub.add_parser("ingest", help="ingest throughput vs LlamaIndex VectorStoreIndex")
+    bi.add_argument("--corpus", type=Path, default=DJANGO / "corpus" if (DJANGO / "corpus").is_dir() else REPO / "docs")
+    bi.add_argument("--limit", type=int, default=60, help="files to sample (0 = all)")
+    bi.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bi.set_defaults(func=_cmd_ingest)
+    bq = bsub.add_parser("query", help="query latency per mode at a corpus size")
+    bq.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
+    bq.add_argument("--size", type=int, default=10_000)
+    bq.add_argument("--top-k", type=int, default=6, dest="top_k")
+    bq.add_argument("--repeats", type=int, default=2)
+    bq.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bq.set_defaults(func=_cmd_query)
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    out = bench_ingest(args.corpus, args.limit or None, args.results)
+    print((args.results / "ingest.md").read_text())
+    return 0 if out else 1
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from .cli import _settings
+
+    out = bench_query(args.collection, args.size, args.top_k, args.repeats, args.results, _settings(args))
+    print((args.results / "query.md").read_text())
+    return 0 if out else 1

@@ -1,0 +1,53 @@
+"""The CLI as a user runs it: ingest, ask (readable and --json), collections, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcore.cli import main
+from tests.conftest import DOCS, write_corpus
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "data"
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(d))
+    return d
+
+
+def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = write_corpus(tmp_path / "c", {"05-scores.md": (DOCS / "05-scores-top-k-and-threshold.md").read_text(),
+                                           "bad.md": b"\x00\x01binary\x00"})
+    assert main(["ingest", str(corpus), "--collection", "cli"]) == 0
+    out = capsys.readouterr().out
+    assert "1 added" in out and "1 failed" in out and "skipped bad.md: binary content" in out
+
+    assert main(["ask", "What does the threshold apply to?", "--collection", "cli"]) == 0
+    out = capsys.readouterr().out
+    assert "cosine similarity" in out and "Sources:" in out and "05-scores.md:" in out
+
+    assert main(["ask", "What does the threshold apply to?", "-c", "cli", "--json", "--top-k", "2", "--mode", "dense"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["status"] == "ok"
+    assert answer["metadata"]["config"]["top_k"] == 2 and answer["metadata"]["config"]["mode"] == "dense"
+    assert answer["metadata"]["corpus_version"] and answer["metadata"]["built_at"]
+    assert sum(c["kept"] for c in answer["candidates"]) <= 2
+    lines = (corpus / "05-scores.md").read_text().splitlines()
+    for c in answer["citations"]:
+        cited = " ".join(lines[c["start_line"] - 1 : c["end_line"]])
+        assert c["path"] == "05-scores.md" and cited.strip()
+
+    assert main(["collections"]) == 0
+    assert "cli" in capsys.readouterr().out
+
+
+def test_clear_errors(tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ingest", str(tmp_path / "nope"), "-c", "x"]) == 2
+    assert "No such file or folder" in capsys.readouterr().err
+    assert main(["ask", "anything?", "-c", "missing"]) == 1
+    assert "Ingest documents first" in capsys.readouterr().out
+    assert main(["ask", "  ", "-c", "missing"]) == 1
+    assert "empty" in capsys.readouterr().out
