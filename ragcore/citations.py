@@ -206,7 +206,7 @@ def check_answer(
     by_n = {e.n: e for e in evidence}
     clean, stripped = clean_markers(text, set(by_n))
     spans = sentence_spans(clean)
-    sent_texts = [_MARKER.sub("", s.text).strip() for s in spans]
+    sent_texts = [re.sub(r"\s+([.,;:!?])", r"\1", _MARKER.sub("", s.text)).strip() for s in spans]
     cited = [markers_in(clean[s.start : s.end + 1]) for s in spans]
     # a marker right after the sentence's end punctuation belongs to that sentence
     for k, s in enumerate(spans):

@@ -19,7 +19,9 @@ def _settings(args: argparse.Namespace) -> Settings:
             over[key] = Path(val) if key == "data_dir" else val
     if getattr(args, "path_filter", None):
         over["path_filter"] = args.path_filter
-    return Settings.from_env(**over)
+    from .synthesis.llm_config import resolve_llm_settings
+
+    return Settings.from_env(llm=resolve_llm_settings(), **over)
 
 
 def _engine(settings: Settings):

@@ -60,8 +60,12 @@ class Engine:
         self.retriever = Retriever(self.store, self.encoder)
         self._generator_factory = generator_factory
         self._scorer = SupportScorer(encoder=self.encoder.encode)
+        self._generators: dict[Any, Any] = {}
 
     def close(self) -> None:
+        for gen in self._generators.values():
+            getattr(gen, "close", lambda: None)()
+        self._generators.clear()
         self.store.close()
 
     # ------------------------------------------------------------------ corpus
@@ -147,8 +151,8 @@ class Engine:
         seq = iter(range(1_000_000))
         t_start = time.perf_counter()
 
-        def ev(kind: str, **data: Any) -> Event:
-            return Event(type=kind, request_id=rid, seq=next(seq), ts=time.time(), data=data)  # type: ignore[arg-type]
+        def ev(event_type: str, /, **data: Any) -> Event:
+            return Event(type=event_type, request_id=rid, seq=next(seq), ts=time.time(), data=data)  # type: ignore[arg-type]
 
         if isinstance(selection, str):
             selection = SelectionInput(selection, selection_source)
@@ -240,6 +244,7 @@ class Engine:
                     yield ev("done", status="cancelled", answer=ans)
                     return
                 generator_name = outcome["name"]
+                meta["packing"] = outcome["packing"]
                 if outcome["error"] is not None:
                     err = outcome["error"]
                     status = "partial"
@@ -275,6 +280,8 @@ class Engine:
                     notes=tuple(notes),
                 )
                 checked = re_checked
+            elif generator_name.startswith("openai") and validation.unsupported and status == "ok":
+                status = "partial"  # annotated: the answer stands, flagged as not fully grounded
             latency["validate"] = (time.perf_counter() - t_val) * 1e3
             latency["total"] = (time.perf_counter() - t_start) * 1e3
             ans = Answer(
@@ -307,26 +314,36 @@ class Engine:
         return f"{turns[-1][0]} {question}"
 
     def _generator(self, s: Settings) -> Any:
-        if self._generator_factory is not None:
-            return self._generator_factory(s)
-        from .synthesis.openai_generator import OpenAIGenerator
+        """One generator (and HTTP connection pool) per endpoint configuration."""
+        gen = self._generators.get(s.llm)
+        if gen is None:
+            if self._generator_factory is not None:
+                gen = self._generator_factory(s)
+            else:
+                from .synthesis.openai_generator import OpenAIGenerator
 
-        return OpenAIGenerator(s.llm)
+                gen = OpenAIGenerator(s.llm)
+            self._generators[s.llm] = gen
+        return gen
 
     def _generate_llm(self, question, evidence, history, s, cancel, ev):
         """Run the LLM; returns (events, outcome). Events are produced lazily by a generator."""
         from .synthesis.errors import GenerationError
-        from .synthesis.packing import pack_evidence
+        from .synthesis.packing import evidence_budget, pack_evidence
         from .synthesis.prompts import build_messages
 
-        outcome: dict[str, Any] = {"text": "", "error": None, "cancelled": False, "name": "openai"}
+        outcome: dict[str, Any] = {"text": "", "error": None, "cancelled": False, "name": "openai", "packing": None}
 
         def run() -> Iterator[Event]:
             gen = self._generator(s)
             outcome["name"] = getattr(gen, "name", "openai")
-            packed = pack_evidence(evidence, budget_tokens=max(s.llm.context_window - s.llm.max_output_tokens - 600, 256))
             turns = list(history)[-s.conversation_turns :] if s.conversation_turns else []
-            stream = gen.stream(build_messages(question, packed, history=turns))
+            budget = evidence_budget(context_window=s.llm.context_window, max_output_tokens=s.llm.max_output_tokens,
+                                     question=question, history=turns)
+            packed = pack_evidence(evidence, budget_tokens=budget)
+            outcome["packing"] = {"budget_tokens": budget, "tokens": packed.tokens,
+                                  "dropped": list(packed.dropped), "truncated": list(packed.truncated)}
+            stream = gen.stream(build_messages(question, packed, history=turns), cancel=cancel)
             parts: list[str] = []
             try:
                 for delta in stream:
@@ -336,7 +353,10 @@ class Engine:
                     parts.append(delta)
                     yield ev("token", text=delta)
             except GenerationError as exc:
-                outcome["error"] = exc
+                if exc.kind == "cancelled":
+                    outcome["cancelled"] = True
+                else:
+                    outcome["error"] = exc
             finally:
                 stream.close()  # closes the HTTP response at once
                 outcome["text"] = "".join(parts)

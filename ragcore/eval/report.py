@@ -1,0 +1,394 @@
+"""Evaluation output: the terminal table, the JSON file, the Markdown summary, saved runs.
+
+JSON layout (``format: "ragcore-eval/1"``)::
+
+    {"format", "dataset", "dataset_path", "collection", "corpus_version", "when", "seconds",
+     "machine", "base_label", "base_config", "notes": [...],
+     "sweeps": [{"key", "values", "labels"}],
+     "runs": [{"label", "kind", "collection", "config", "retrieval_only", "seconds", "notes",
+               "metrics": {recall_at_1 … token_f1, evidence_recall, latency_p50_ms, latency_p95_ms},
+               "abstain": {"answerable": {...quantiles}, "unanswerable": {...}, "recommended": {...}},
+               "questions": [QuestionRecord.as_dict(), …]}]}
+
+Every run is also saved under ``settings.data_dir / "eval_runs"`` (one file per evaluation)
+so the app can show the trend across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .metrics import Summary, ndcg_at_k
+from .runner import EvalRun, QuestionRecord, recommend_bar
+from .sweep import METRIC_LABELS, EvalReport, SweepGroup, sweep_rows
+
+__all__ = [
+    "FORMAT",
+    "RUNS_DIR",
+    "TABLE_COLUMNS",
+    "abstain_stats",
+    "format_table",
+    "latency_table",
+    "load_saved_runs",
+    "markdown",
+    "report_dict",
+    "report_from_dict",
+    "save_run",
+    "trend_rows",
+    "write_json",
+]
+
+FORMAT = "ragcore-eval/1"
+RUNS_DIR = "eval_runs"
+
+# (metric key, short header)
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("recall_at_1", "R@1"), ("recall_at_5", "R@5"), ("recall_at_10", "R@10"), ("recall_at_20", "R@20"),
+    ("mrr_at_10", "MRR@10"), ("ndcg_at_10", "nDCG@10"), ("answer_rate", "answered"), ("abstain_rate", "abstain(U)"),
+    ("citation_precision", "cite prec"), ("supported_share", "supported"), ("token_f1", "F1"),
+)
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _ms(v: Any) -> str:
+    return "–" if v is None else f"{v:.0f}"
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def format_table(runs: Sequence[EvalRun], *, best: bool = True) -> str:
+    """Plain-text table, one row per configuration (``*`` marks the best value of a column)."""
+    head = ["configuration", *(h for _, h in TABLE_COLUMNS), "p50 ms", "p95 ms"]
+    rows: list[list[str]] = []
+    metrics = [r.metrics() for r in runs]
+    tops = {k: _best(metrics, k) for k, _ in TABLE_COLUMNS} if best and len(runs) > 1 else {}
+    for r, m in zip(runs, metrics):
+        row = [r.label]
+        for k, _ in TABLE_COLUMNS:
+            cell = _fmt(m.get(k))
+            if m.get(k) is not None and tops.get(k) is not None and abs(m[k] - tops[k]) < 1e-12:
+                cell += "*"
+            row.append(cell)
+        row += [_ms(m["latency_p50_ms"].get("total")), _ms(m["latency_p95_ms"].get("total"))]
+        rows.append(row)
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _best(metrics: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    vals = [m.get(key) for m in metrics if m.get(key) is not None]
+    return max(vals) if vals else None
+
+
+def latency_table(runs: Sequence[EvalRun]) -> str:
+    """p50/p95 per stage, one row per configuration (ms)."""
+    stages: list[str] = []
+    for r in runs:
+        for s in r.summary.latency_p50_ms:
+            if s not in stages:
+                stages.append(s)
+    head = ["configuration", *(f"{s} p50/p95" for s in stages)]
+    rows = []
+    for r in runs:
+        p50, p95 = r.summary.latency_p50_ms, r.summary.latency_p95_ms
+        rows.append([r.label, *(f"{_ms(p50.get(s))}/{_ms(p95.get(s))}" if s in p50 else "–" for s in stages)])
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+# --------------------------------------------------------------------------- abstain analysis
+
+
+def _quantiles(vals: Sequence[float]) -> dict[str, Any]:
+    if not vals:
+        return {"n": 0}
+    a = np.asarray(vals, dtype=float)
+    q = {f"p{p}": round(float(np.percentile(a, p)), 4) for p in (10, 25, 50, 75, 90)}
+    return {"n": int(a.size), "min": round(float(a.min()), 4), **q, "max": round(float(a.max()), 4),
+            "mean": round(float(a.mean()), 4)}
+
+
+def abstain_stats(run: EvalRun) -> dict[str, Any] | None:
+    """Distribution of the composer's best support score on answerable vs unanswerable
+    questions, and the bar that separates them best (see :func:`~ragcore.eval.runner.recommend_bar`)."""
+    if run.retrieval_only:
+        return None
+    ans = [r.best_support for r in run.records if r.result.answerable and r.best_support is not None]
+    una = [r.best_support for r in run.records if not r.result.answerable and r.best_support is not None]
+    if not ans and not una:
+        return None
+    choice = recommend_bar(run.records)
+    return {
+        "abstain_bar": run.config.get("abstain_bar"),
+        "answerable": _quantiles(ans),
+        "unanswerable": _quantiles(una),
+        "recommended": asdict(choice) if choice else None,
+    }
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def run_dict(run: EvalRun) -> dict[str, Any]:
+    return {
+        "label": run.label, "kind": run.kind, "collection": run.collection, "config": dict(run.config),
+        "retrieval_only": run.retrieval_only, "seconds": round(run.seconds, 2), "notes": list(run.notes),
+        "metrics": _round(run.metrics()), "abstain": abstain_stats(run),
+        "questions": [r.as_dict() for r in run.records],
+    }
+
+
+def _round(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return round(obj, 6)
+    if isinstance(obj, Mapping):
+        return {k: _round(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_round(v) for v in obj]
+    return obj
+
+
+def report_dict(report: EvalReport) -> dict[str, Any]:
+    return {
+        "format": FORMAT, "dataset": report.dataset, "dataset_path": report.dataset_path,
+        "collection": report.collection, "corpus_version": report.corpus_version, "when": report.when,
+        "seconds": round(report.seconds, 2), "machine": report.machine, "base_label": report.base_label,
+        "base_config": report.base_config, "notes": list(report.notes),
+        "sweeps": [{"key": g.key, "values": list(g.values), "labels": list(g.labels)} for g in report.sweeps],
+        "runs": [run_dict(r) for r in report.runs],
+    }
+
+
+def write_json(report: EvalReport, path: Path | str) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(report_dict(report), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return p
+
+
+def report_from_dict(d: Mapping[str, Any]) -> EvalReport:
+    """An :class:`EvalReport` back from :func:`report_dict`'s output (metrics as saved)."""
+    if d.get("format") != FORMAT:
+        raise ValueError(f"not a ragcore evaluation file (format {d.get('format')!r})")
+    names = {f.name for f in fields(Summary)}
+    runs = []
+    for r in d.get("runs", []):
+        m = r.get("metrics", {})
+        summary = Summary(**{k: m.get(k) for k in names})
+        runs.append(EvalRun(
+            label=r["label"], kind=r.get("kind", "ragcore"), collection=r.get("collection", ""), config=r.get("config", {}),
+            records=tuple(QuestionRecord.from_dict(q) for q in r.get("questions", [])), summary=summary,
+            retrieval_only=bool(r.get("retrieval_only")), seconds=float(r.get("seconds", 0.0)), notes=tuple(r.get("notes", ())),
+        ))
+    return EvalReport(
+        dataset=d.get("dataset", ""), dataset_path=d.get("dataset_path"), collection=d.get("collection", ""),
+        base_label=d.get("base_label", runs[0].label if runs else ""), runs=runs,
+        sweeps=[SweepGroup(g["key"], tuple(g["values"]), tuple(g["labels"])) for g in d.get("sweeps", [])],
+        notes=list(d.get("notes", [])), when=d.get("when", ""), seconds=float(d.get("seconds", 0.0)),
+        machine=dict(d.get("machine", {})), base_config=dict(d.get("base_config", {})), corpus_version=d.get("corpus_version"),
+    )
+
+
+# --------------------------------------------------------------------------- saved runs
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", s).strip("-")[:60] or "x"
+
+
+def save_run(report: EvalReport, data_dir: Path | str) -> Path:
+    """Save under ``data_dir/eval_runs/<when>-<dataset>-<collection>.json``."""
+    folder = Path(data_dir) / RUNS_DIR
+    stamp = re.sub(r"[^0-9T]", "", report.when.split("+")[0])
+    path = folder / f"{stamp}-{_slug(report.dataset)}-{_slug(report.collection)}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stamp}-{_slug(report.dataset)}-{_slug(report.collection)}-{n}.json"
+    return write_json(report, path)
+
+
+def load_saved_runs(data_dir: Path | str) -> list[tuple[Path, dict[str, Any]]]:
+    """Every readable evaluation file under ``data_dir/eval_runs``, oldest first (by ``when``);
+    unreadable files are skipped."""
+    folder = Path(data_dir) / RUNS_DIR
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and d.get("format") == FORMAT:
+            out.append((p, d))
+    return sorted(out, key=lambda t: str(t[1].get("when", "")))
+
+
+def trend_rows(saved: Iterable[tuple[Path, Mapping[str, Any]]], *, dataset: str | None = None,
+               collection: str | None = None) -> list[dict[str, Any]]:
+    """One row per (saved evaluation, configuration): when, label, and its metrics (flat)."""
+    rows = []
+    for path, d in saved:
+        if dataset is not None and d.get("dataset") != dataset:
+            continue
+        if collection is not None and d.get("collection") != collection:
+            continue
+        for r in d.get("runs", []):
+            m = r.get("metrics", {})
+            row = {"when": d.get("when"), "file": path.name, "label": r.get("label"), "kind": r.get("kind"),
+                   "collection": d.get("collection"), "dataset": d.get("dataset")}
+            for k in (*METRIC_LABELS, ):
+                row[k] = m.get(k)
+            row["latency_p50_total_ms"] = (m.get("latency_p50_ms") or {}).get("total")
+            rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _md_cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = ["| " + " | ".join(map(_md_cell, head)) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def comparison_markdown(runs: Sequence[EvalRun]) -> str:
+    metrics = [r.metrics() for r in runs]
+    tops = {k: _best(metrics, k) for k, _ in TABLE_COLUMNS} if len(runs) > 1 else {}
+    rows = []
+    for r, m in zip(runs, metrics):
+        row = [r.label]
+        for k, _ in TABLE_COLUMNS:
+            v = m.get(k)
+            cell = _fmt(v)
+            if v is not None and tops.get(k) is not None and abs(v - tops[k]) < 1e-12:
+                cell = f"**{cell}**"
+            row.append(cell)
+        row += [_ms(m["latency_p50_ms"].get("total")), _ms(m["latency_p95_ms"].get("total"))]
+        rows.append(row)
+    return _md_table(["configuration", *(h for _, h in TABLE_COLUMNS), "p50 ms", "p95 ms"], rows)
+
+
+def _per_question_markdown(runs: Sequence[EvalRun]) -> str:
+    """nDCG@10 and the rank of the first relevant document per answerable question, per run."""
+    head = ["question", "relevant"] + [r.label for r in runs]
+    by_id = [{rec.id: rec for rec in r.records} for r in runs]
+    rows = []
+    for rec in runs[0].records:
+        res = rec.result
+        if not res.answerable or not res.relevant_docs:
+            continue
+        row = [f"{res.id}: {res.question[:60]}", ", ".join(res.relevant_docs)]
+        for m in by_id:
+            other = m.get(res.id)
+            if other is None:
+                row.append("–")
+                continue
+            o = other.result
+            ranking = list(dict.fromkeys(o.retrieved_docs))
+            first = next((i for i, d in enumerate(ranking, 1) if d in set(o.relevant_docs)), None)
+            row.append(f"{ndcg_at_k(o.retrieved_docs, o.relevant_docs, 10):.2f} (#{first or '–'})")
+        rows.append(row)
+    return _md_table(head, rows)
+
+
+def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, json_path: Path | None = None,
+             per_question: bool = True) -> str:
+    r0 = report.runs[0] if report.runs else None
+    n_a = r0.summary.n_answerable if r0 else 0
+    n_u = r0.summary.n_unanswerable if r0 else 0
+    out = [
+        f"# Evaluation: {report.dataset} on collection `{report.collection}` ({report.when})",
+        "",
+        f"{n_a} answerable and {n_u} unanswerable questions; corpus version `{report.corpus_version}`; "
+        f"{report.seconds:.0f} s on {report.machine.get('cpus')} CPUs (load {report.machine.get('load_avg')}).",
+        "",
+        "Base configuration: " + ", ".join(f"{k}={v}" for k, v in report.base_config.items()) + ".",
+        "",
+        "## Comparison",
+        "",
+        comparison_markdown(report.runs),
+        "",
+        "Retrieval metrics are document-level over the ranked candidate pool (distinct documents, "
+        "first occurrence; chunks cut by the threshold excluded); answer metrics come from the "
+        "extractive composer with the configuration's top-K evidence; the answer rate is on "
+        "answerable questions, the abstain rate on unanswerable ones; bold = best in its column; "
+        "latency is per question, end to end.",
+        "",
+        "### Latency per stage (ms, p50/p95)",
+        "",
+    ]
+    stages: list[str] = []
+    for r in report.runs:
+        stages += [s for s in r.summary.latency_p50_ms if s not in stages]
+    out.append(_md_table(["configuration", *stages], [
+        [r.label, *(f"{_ms(r.summary.latency_p50_ms.get(s))}/{_ms(r.summary.latency_p95_ms.get(s))}"
+                    if s in r.summary.latency_p50_ms else "–" for s in stages)] for r in report.runs]))
+    out.append("")
+    ev = [(r.label, r.evidence_recall) for r in report.runs if r.evidence_recall is not None]
+    if ev:
+        out += ["Evidence recall (share of relevant documents among the top-K evidence the composer saw): "
+                + "; ".join(f"{lab} {v:.3f}" for lab, v in ev) + ".", ""]
+
+    for g in report.sweeps:
+        out += [f"## Sweep: {g.key}", ""]
+        rows = sweep_rows(report, g)
+        out.append(_md_table([g.key, *(h for _, h in TABLE_COLUMNS), "evidence recall", "p50 ms"], [
+            [row[g.key], *(_fmt(row.get(k)) for k, _ in TABLE_COLUMNS), _fmt(row.get("evidence_recall")),
+             _ms(row["latency_p50_ms"].get("total"))] for row in rows]))
+        if charts and f"sweep:{g.key}" in charts:
+            out += ["", f"![metrics vs {g.key}]({charts[f'sweep:{g.key}'].name})"]
+        out.append("")
+    if charts and "comparison" in charts:
+        out += [f"![comparison]({charts['comparison'].name})", ""]
+
+    for r in report.runs:
+        st = abstain_stats(r)
+        if not st or r.label != report.base_label:
+            continue
+        out += [f"## Abstaining ({r.label}, abstain bar {st['abstain_bar']})", "",
+                "Best support score of the extractive composer (its best evidence sentence) per question:", ""]
+        qrows = []
+        for name in ("answerable", "unanswerable"):
+            q = st[name]
+            qrows.append([name, q.get("n"), *(_fmt(q.get(k)) for k in ("min", "p10", "p25", "p50", "p75", "p90", "max"))])
+        out.append(_md_table(["questions", "n", "min", "p10", "p25", "p50", "p75", "p90", "max"], qrows))
+        rec = st.get("recommended")
+        if rec:
+            out += ["", f"Bar that maximises min(answer rate, abstain rate) on this data set: **{rec['bar']:.3f}** "
+                        f"(answer rate {rec['answer_rate']:.2f}, abstain rate {rec['abstain_rate']:.2f})."]
+        out.append("")
+
+    if per_question and report.runs:
+        out += ["## Per question: nDCG@10 (rank of the first relevant document)", "", _per_question_markdown(report.runs), ""]
+    notes = list(report.notes) + [f"{r.label}: {n}" for r in report.runs for n in r.notes]
+    if notes:
+        out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
+    if json_path is not None:
+        out += [f"Full results (every question, every run): `{json_path.name}`.", ""]
+    return "\n".join(out)
+
+
+
+
+__all__ += ["comparison_markdown", "run_dict", "METRIC_LABELS"]

@@ -1,0 +1,418 @@
+"""Run several configurations in one evaluation: a base configuration, one-at-a-time sweeps of
+settings, and the baselines; then chart each metric against each swept parameter.
+
+``--sweep top_k=5,10,20`` varies one :class:`~ragcore.config.Settings` field from the base
+configuration (values are typed by the field's type, and checked against a ``Literal``'s
+choices); several ``--sweep`` options are separate one-at-a-time sweeps, not a grid.
+Configurations that come out identical (the base, ``mode=sparse`` and the BM25 baseline, say)
+are run once and reported under each label.
+
+``chunk_size`` / ``chunk_overlap`` change the chunks, so each value needs its own collection:
+the data set's ``corpus/`` is ingested into ``{collection}__cs{size}`` (``…o{overlap}`` when the
+overlap differs from the base) in the same store. Those collections are kept, so a re-run only
+checks that the files are unchanged; the report says which were created. A value equal to the
+base collection's own chunking uses the base collection.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+import typing
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Sequence, get_args, get_origin
+
+from ..config import Settings
+from .dataset import EvalDataset
+from .runner import CONFIG_KEYS, EvalRun, Progress, mapper_for, run_config, settings_config
+
+__all__ = [
+    "EvalReport",
+    "Sweep",
+    "SweepError",
+    "SweepGroup",
+    "SWEEPABLE",
+    "chart_paths",
+    "coerce_value",
+    "evaluate",
+    "parse_sweep",
+    "write_charts",
+]
+
+# Settings fields a sweep may vary (the ones that change retrieval, chunking or answering)
+SWEEPABLE = (
+    "mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
+    "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
+)
+INGEST_KEYS = ("chunk_size", "chunk_overlap")
+
+
+class SweepError(ValueError):
+    """A ``--sweep`` that cannot be run: unknown key, bad value, missing corpus."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    key: str
+    values: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        return f"{self.key}=" + ",".join(str(v) for v in self.values)
+
+
+def _field_type(key: str) -> Any:
+    hints = typing.get_type_hints(Settings)
+    if key not in hints:
+        raise SweepError(f"unknown setting {key!r}; sweepable: {', '.join(SWEEPABLE)}")
+    return hints[key]
+
+
+def coerce_value(key: str, raw: str) -> Any:
+    """``raw`` as the type of the Settings field ``key`` (int, float, bool or a Literal choice)."""
+    t = _field_type(key)
+    raw = raw.strip()
+    if get_origin(t) is Literal:
+        choices = get_args(t)
+        if raw not in choices:
+            raise SweepError(f"{key}={raw!r}: choose from {', '.join(map(str, choices))}")
+        return raw
+    try:
+        if t is bool:
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes", "on")
+        if t is int:
+            return int(raw)
+        if t is float:
+            return float(raw)
+    except ValueError:
+        raise SweepError(f"{key}={raw!r}: expected {t.__name__}") from None
+    raise SweepError(f"{key} cannot be swept (type {t})")
+
+
+def parse_sweep(text: str) -> Sweep:
+    """``"top_k=5,10,20"`` -> ``Sweep("top_k", (5, 10, 20))``. Dashes in the key are accepted
+    (``rrf-k=30,60``); so is ``fusion_k`` for ``rrf_k``."""
+    key, sep, vals = text.partition("=")
+    key = key.strip().replace("-", "_")
+    key = {"fusion_k": "rrf_k", "k": "top_k", "chunk": "chunk_size"}.get(key, key)
+    if not sep or not key or not vals.strip():
+        raise SweepError(f"--sweep {text!r}: expected KEY=V1,V2,…, e.g. top_k=5,10,20")
+    if key not in SWEEPABLE:
+        _field_type(key)  # an unknown key gets the "unknown setting" message
+        raise SweepError(f"{key} cannot be swept; sweepable: {', '.join(SWEEPABLE)}")
+    values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
+    if not values:
+        raise SweepError(f"--sweep {text!r}: no values")
+    return Sweep(key, values)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class SweepGroup:
+    key: str
+    values: tuple[Any, ...]
+    labels: tuple[str, ...]  # the run label of each value
+
+
+@dataclass
+class EvalReport:
+    """Everything one evaluation produced: runs (one per configuration label), sweeps, notes."""
+
+    dataset: str
+    dataset_path: str | None
+    collection: str
+    base_label: str
+    runs: list[EvalRun]
+    sweeps: list[SweepGroup] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    when: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    seconds: float = 0.0
+    machine: dict[str, Any] = field(default_factory=dict)
+    base_config: dict[str, Any] = field(default_factory=dict)
+    corpus_version: str | None = None
+
+    def run(self, label: str) -> EvalRun:
+        return next(r for r in self.runs if r.label == label)
+
+
+def _machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+@dataclass(frozen=True)
+class _Planned:
+    label: str
+    settings: Settings
+    collection: str
+
+
+def _chunk_collection(collection: str, settings: Settings, base: Settings) -> str:
+    name = f"{collection}__cs{settings.chunk_size}"
+    if settings.chunk_overlap != base.chunk_overlap:
+        name += f"o{settings.chunk_overlap}"
+    return name
+
+
+def evaluate(
+    engine: Any,
+    dataset: EvalDataset,
+    *,
+    collection: str,
+    settings: Settings,
+    sweeps: Sequence[Sweep] = (),
+    baselines: Sequence[str] = (),
+    progress: Progress | None = None,
+    say: Callable[[str], None] | None = None,
+    limit: int | None = None,
+    base_label: str | None = None,
+    cold_cache: bool = False,
+) -> EvalReport:
+    """Run the base configuration, every sweep value and the baselines over ``dataset``.
+
+    ``baselines`` names any of ``"llamaindex"`` (needs the data set's ``corpus/``) and
+    ``"bm25"``. ``progress(done, total, label)`` counts questions over all runs; ``say``
+    gets one line per notable step (ingesting a chunk-size collection, building the baseline).
+    ``limit`` keeps the first ``limit`` answerable and the first ``limit`` unanswerable
+    questions (a quick look). ``cold_cache`` empties the encoder's cache before each
+    configuration (see :func:`~ragcore.eval.runner.run_config`); either way the model and the
+    search index are loaded before the first question, so no run pays for loading them.
+    """
+    from .baselines import BM25_LABEL, LLAMAINDEX_LABEL, LlamaIndexBaseline, bm25_settings, run_llamaindex_baseline
+
+    t_start = time.perf_counter()
+    say = say or (lambda _msg: None)
+    unknown = [b for b in baselines if b not in ("llamaindex", "bm25")]
+    if unknown:
+        raise SweepError(f"unknown baseline(s) {', '.join(unknown)}; choose from llamaindex, bm25")
+    questions = list(dataset.questions)
+    if limit:
+        questions = list(dataset.answerable[:limit]) + list(dataset.unanswerable[:limit])
+    ds = replace(dataset, questions=tuple(questions))
+    base = settings.with_(collection=collection)
+    notes: list[str] = []
+
+    info = engine.store.info(collection) if engine.store.exists(collection) else None
+    if info is None or info.chunks == 0:
+        raise SweepError(f"the collection {collection!r} is empty or does not exist; ingest the corpus first: "
+                         f"ragcore ingest {dataset.corpus_dir or 'CORPUS'} --collection {collection}")
+    stored = dict(info.settings or {})
+    # the base collection's own chunking (what its chunks were built with), for chunk sweeps
+    base_chunking = (int(stored.get("chunk_size", base.chunk_size)), int(stored.get("chunk_overlap", base.chunk_overlap)))
+    if base_chunking != (base.chunk_size, base.chunk_overlap):
+        base = base.with_(chunk_size=base_chunking[0], chunk_overlap=base_chunking[1])
+
+    label0 = base_label or f"ragcore {base.mode} (base)"
+    planned: list[_Planned] = [_Planned(label0, base, collection)]
+    groups: list[SweepGroup] = []
+    for sw in sweeps:
+        labels = []
+        for v in sw.values:
+            s = base.with_(**{sw.key: v})
+            if sw.key == "chunk_size" and s.chunk_overlap >= v:
+                s = s.with_(chunk_overlap=max(0, v // 5))
+                notes.append(f"chunk_size={v}: chunk_overlap lowered to {s.chunk_overlap} (must be below the size)")
+            col = collection
+            if sw.key in INGEST_KEYS and (s.chunk_size, s.chunk_overlap) != base_chunking:
+                col = _chunk_collection(collection, s, base)
+            label = f"{sw.key}={v}"
+            planned.append(_Planned(label, s, col))
+            labels.append(label)
+        groups.append(SweepGroup(sw.key, sw.values, tuple(labels)))
+    if "bm25" in baselines:
+        planned.append(_Planned(BM25_LABEL, bm25_settings(base), collection))
+
+    # chunk-size collections: ingest the data set's corpus into each (kept for re-runs)
+    to_ingest = sorted({(p.collection, p.settings.chunk_size, p.settings.chunk_overlap) for p in planned if p.collection != collection})
+    if to_ingest and dataset.corpus_dir is None:
+        raise SweepError("a chunk_size/chunk_overlap sweep re-ingests the data set's corpus/ folder, and this data set has none")
+    for col, size, overlap in to_ingest:
+        existed = engine.store.exists(col)
+        say(f"ingesting {dataset.corpus_dir} into the temporary collection {col!r} (chunk_size={size}, chunk_overlap={overlap})")
+        s_ing = base.with_(chunk_size=size, chunk_overlap=overlap, collection=col)
+
+        def ing_progress(done: int, total: int, path: str, col: str = col) -> None:
+            if progress:
+                progress(0, 1, f"ingest {col}: {done}/{total} files")
+
+        rep = engine.ingest([dataset.corpus_dir], col, progress=ing_progress, settings=s_ing)
+        c = rep.summary()
+        notes.append(
+            f"chunk-size sweep: {'re-used' if existed else 'created'} the collection {col!r} in the same store "
+            f"from {dataset.corpus_dir} (chunk_size={size}, chunk_overlap={overlap}; {c['added']} added, "
+            f"{c['updated']} updated, {c['unchanged']} unchanged, {c['failed']} failed, {rep.seconds:.0f} s). "
+            f"Drop it with ragcore's store when done."
+        )
+
+    n_runs = len({_key(p) for p in planned}) + (1 if "llamaindex" in baselines else 0)
+    total = n_runs * len(questions)
+    done_runs = 0
+
+    def sub_progress(done: int, n: int, label: str) -> None:
+        if progress:
+            progress(done_runs * len(questions) + done, total, label)
+
+    runs: list[EvalRun] = []
+    cache: dict[tuple, EvalRun] = {}
+    mappers: dict[str, Any] = {}
+    for p in planned:
+        k = _key(p)
+        if k in cache:
+            runs.append(replace(cache[k], label=p.label, notes=(*cache[k].notes, f"same configuration as {cache[k].label!r}: run once")))
+            continue
+        if p.collection not in mappers:
+            mappers[p.collection] = mapper_for(engine, p.collection, ds)
+            engine.retrieve("warm up", p.settings, p.collection)  # load the model and the search index
+        say(f"running {p.label} ({len(questions)} questions)")
+        run = run_config(engine, ds, p.settings, collection=p.collection, label=p.label, progress=sub_progress,
+                         mapper=mappers[p.collection], cold_cache=cold_cache)
+        if p.collection != collection:
+            run = replace(run, notes=(*run.notes, f"temporary collection {p.collection!r}"))
+        cache[k] = run
+        runs.append(run)
+        done_runs += 1
+
+    if "llamaindex" in baselines:
+        if dataset.corpus_dir is None:
+            notes.append("LlamaIndex baseline skipped: the data set has no corpus/ folder")
+        else:
+            bl = LlamaIndexBaseline(dataset.corpus_dir, engine.encoder, Path(base.data_dir) / "eval_cache",
+                                    max_file_bytes=base.max_file_bytes)
+            say(f"running {LLAMAINDEX_LABEL}")
+            runs.append(run_llamaindex_baseline(bl, ds, k=base.candidates, collection=collection,
+                                                mapper=mappers.get(collection), progress=sub_progress))
+            done_runs += 1
+    if progress:
+        progress(total, total, "done")
+    if cold_cache:
+        notes.append("latency: the encoder's vector cache was emptied before each configuration (every run starts cold)")
+    return EvalReport(
+        dataset=dataset.name, dataset_path=str(dataset.root) if dataset.root else None, collection=collection,
+        base_label=label0, runs=runs, sweeps=groups, notes=notes, seconds=time.perf_counter() - t_start,
+        machine=_machine(), base_config=settings_config(base), corpus_version=info.corpus_version,
+    )
+
+
+def _key(p: _Planned) -> tuple:
+    return (p.collection, *(getattr(p.settings, k) for k in CONFIG_KEYS))
+
+
+# --------------------------------------------------------------------------- charts
+
+RETRIEVAL_CHART = ("recall_at_1", "recall_at_5", "recall_at_10", "recall_at_20", "mrr_at_10", "ndcg_at_10")
+ANSWER_CHART = ("answer_rate", "abstain_rate", "citation_precision", "supported_share", "token_f1", "evidence_recall")
+METRIC_LABELS = {
+    "recall_at_1": "recall@1", "recall_at_5": "recall@5", "recall_at_10": "recall@10", "recall_at_20": "recall@20",
+    "mrr_at_10": "MRR@10", "ndcg_at_10": "nDCG@10", "answer_rate": "answer rate", "abstain_rate": "abstain rate (unans.)",
+    "citation_precision": "citation precision", "supported_share": "supported sentences", "token_f1": "token F1",
+    "evidence_recall": "evidence recall",
+}
+
+
+def _png_available() -> bool:
+    try:
+        import vl_convert  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _save(chart: Any, stem: Path) -> Path:
+    path = stem.with_suffix(".png" if _png_available() else ".html")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chart.save(str(path), **({"scale_factor": 1.5} if path.suffix == ".png" else {}))
+    return path
+
+
+def _sweep_chart(report: EvalReport, group: SweepGroup) -> Any:
+    """Small multiples: one panel per metric (0..1) against the swept value, plus latency."""
+    import altair as alt
+    import pandas as pd
+
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in group.values)
+    rows, lat_rows = [], []
+    for v, label in zip(group.values, group.labels):
+        m = report.run(label).metrics()
+        x = v if numeric else str(v)
+        for k in (*RETRIEVAL_CHART, *ANSWER_CHART):
+            if m.get(k) is not None:
+                rows.append({group.key: x, "metric": METRIC_LABELS[k], "value": m[k]})
+        for q, lat in (("p50", m["latency_p50_ms"]), ("p95", m["latency_p95_ms"])):
+            if lat.get("total") is not None:
+                lat_rows.append({group.key: x, "latency": f"{q} total", "ms": lat["total"]})
+    order = [METRIC_LABELS[k] for k in (*RETRIEVAL_CHART, *ANSWER_CHART)]
+    if numeric:
+        x_enc = alt.X(f"{group.key}:Q", title=group.key, scale=alt.Scale(zero=False), axis=alt.Axis(values=list(group.values)))
+    else:
+        x_enc = alt.X(f"{group.key}:N", title=group.key, sort=[str(v) for v in group.values], axis=alt.Axis(labelAngle=0))
+    metrics = alt.Chart(pd.DataFrame(rows)).mark_line(point=True).encode(
+        x=x_enc, y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
+        tooltip=["metric", group.key, alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=150, height=110).facet(
+        facet=alt.Facet("metric:N", sort=order, title=None), columns=6,
+    )
+    latency = alt.Chart(pd.DataFrame(lat_rows)).mark_line(point=True).encode(
+        x=x_enc, y=alt.Y("ms:Q", title="ms per question"), color=alt.Color("latency:N", title=None),
+    ).properties(width=300, height=130, title="latency")
+    return alt.vconcat(metrics, latency).properties(
+        title=f"{report.dataset} on {report.collection}: metrics vs {group.key}"
+    )
+
+
+def _comparison_chart(report: EvalReport) -> Any:
+    import altair as alt
+    import pandas as pd
+
+    keys = ("recall_at_5", "recall_at_20", "mrr_at_10", "ndcg_at_10", "answer_rate", "abstain_rate", "citation_precision", "token_f1")
+    rows = [{"configuration": r.label, "metric": METRIC_LABELS[k], "value": r.metrics()[k]}
+            for r in report.runs for k in keys if r.metrics().get(k) is not None]
+    df = pd.DataFrame(rows)
+    order = [r.label for r in report.runs]
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("configuration:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=180)),
+        y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), title=None),
+        color=alt.Color("configuration:N", sort=order, legend=None),
+        column=alt.Column("metric:N", sort=[METRIC_LABELS[k] for k in keys], title=None),
+        tooltip=["configuration", "metric", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=110, height=180, title=f"{report.dataset} on {report.collection}")
+
+
+def chart_paths(stem: Path, report: EvalReport) -> dict[str, Path]:
+    """Where :func:`write_charts` puts each chart (suffix .png, or .html without vl-convert)."""
+    suffix = ".png" if _png_available() else ".html"
+    out = {"comparison": stem.with_name(stem.name + "-comparison").with_suffix(suffix)}
+    for g in report.sweeps:
+        out[f"sweep:{g.key}"] = stem.with_name(f"{stem.name}-sweep-{g.key}").with_suffix(suffix)
+    return out
+
+
+def write_charts(report: EvalReport, stem: Path | str) -> dict[str, Path]:
+    """A comparison chart of every configuration and one chart per sweep (each metric against
+    the swept value). PNG when ``vl-convert-python`` is installed, else a self-contained HTML
+    file. ``stem`` like ``bench/results/eval-django`` gives ``eval-django-comparison.png`` and
+    ``eval-django-sweep-top_k.png``."""
+    stem = Path(stem)
+    paths = chart_paths(stem, report)
+    out: dict[str, Path] = {}
+    if len(report.runs) > 1:
+        out["comparison"] = _save(_comparison_chart(report), paths["comparison"].with_suffix(""))
+    for g in report.sweeps:
+        out[f"sweep:{g.key}"] = _save(_sweep_chart(report, g), paths[f"sweep:{g.key}"].with_suffix(""))
+    return out
+
+
+def sweep_rows(report: EvalReport, group: SweepGroup) -> list[Mapping[str, Any]]:
+    """One row per swept value: the value and the run's metrics."""
+    return [{group.key: v, "label": lab, **report.run(lab).metrics()} for v, lab in zip(group.values, group.labels)]
+
+
+__all__ += ["sweep_rows", "RETRIEVAL_CHART", "ANSWER_CHART", "METRIC_LABELS"]
