@@ -258,6 +258,88 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
     return payload
 
 
+# ------------------------------------------------------------------ answer
+
+
+def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, results_dir: Path, settings: Settings) -> dict[str, Any]:
+    """Time to the ``sources`` event, and ragcore's own cost per streamed token.
+
+    The LLM is the scripted OpenAI-protocol server (127.0.0.1, no model, no delay per token),
+    so everything measured is ragcore + the openai SDK + HTTP on loopback. The per-token
+    overhead is (stream time through ``Engine.stream`` − stream time of the same reply read
+    straight from ``OpenAIGenerator.stream``) / tokens, both in this run.
+    """
+    from .config import LlmSettings
+    from .embeddings import OnnxMiniLM
+    from .pipeline import Engine
+    from .synthesis.openai_generator import OpenAIGenerator
+    from .testing.scripted_openai import ScriptedOpenAIServer, Text
+
+    encoder = OnnxMiniLM()
+    questions = [q for q in _questions()][:30]
+    pieces = [f"w{i} " for i in range(tokens - 1)] + ["[1]."]
+    with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAIServer() as server:
+        src = Engine(settings, encoder=encoder)
+        if not src.store.exists(source_collection):
+            raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}; ingest one first")
+        eng = Engine(Settings(data_dir=Path(tmp)), encoder=encoder)
+        n = _pad_collection(src, source_collection, eng, "bench", size)
+        src.close()
+        llm = LlmSettings(base_url=server.base_url, api_key="bench", model="scripted", timeout_s=30, max_retries=0)
+        s = eng.settings.with_(collection="bench", llm=llm, abstain_bar=-1.0)  # always call the LLM
+        eng.retriever.index("bench")
+        encoder.encode(questions)
+        to_sources: list[float] = []
+        engine_stream: list[float] = []
+        raw_stream: list[float] = []
+        gen = OpenAIGenerator(llm)
+        msgs = [{"role": "user", "content": "x"}]
+        for r in range(repeats + 1):  # the first round warms up and is not counted
+            for q in questions:
+                encoder._cache.clear()
+                server.script([Text(pieces)])
+                t0 = time.perf_counter()
+                first = last = None
+                for ev in eng.stream(q, settings=s):
+                    now = time.perf_counter()
+                    if ev.type == "sources" and r:
+                        to_sources.append((now - t0) * 1e3)
+                    elif ev.type == "token":
+                        first = first or now
+                        last = now
+                if r and first and last:
+                    engine_stream.append((last - first) * 1e3)
+                server.script([Text(pieces)])
+                first = last = None
+                for _ in gen.stream(msgs):
+                    now = time.perf_counter()
+                    first = first or now
+                    last = now
+                if r and first and last:
+                    raw_stream.append((last - first) * 1e3)
+        gen.close()
+        eng.close()
+    overhead = (statistics.median(engine_stream) - statistics.median(raw_stream)) / (tokens - 1)
+    payload = {
+        "bench": "answer", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
+        "chunks": n, "questions": len(questions), "repeats": repeats, "tokens_per_answer": tokens,
+        "time_to_sources": _pcts(to_sources),
+        "token_stream_engine_ms": _pcts(engine_stream), "token_stream_raw_sdk_ms": _pcts(raw_stream),
+        "ragcore_overhead_ms_per_token": round(overhead, 4),
+    }
+    summary = (
+        f"# bench answer ({payload['when']})\n\n{n} chunks, {len(questions)} questions × {repeats}, "
+        f"{tokens}-token answers from the scripted OpenAI-protocol server on 127.0.0.1.\n\n"
+        f"| measure | p50 | p95 |\n|---|---|---|\n"
+        f"| request → `sources` event (ms) | {payload['time_to_sources']['p50_ms']} | {payload['time_to_sources']['p95_ms']} |\n"
+        f"| first → last token through Engine.stream (ms) | {payload['token_stream_engine_ms']['p50_ms']} | {payload['token_stream_engine_ms']['p95_ms']} |\n"
+        f"| first → last token straight from the SDK (ms) | {payload['token_stream_raw_sdk_ms']['p50_ms']} | {payload['token_stream_raw_sdk_ms']['p95_ms']} |\n\n"
+        f"ragcore's own time per streamed token (median difference / tokens): **{payload['ragcore_overhead_ms_per_token']} ms**."
+    )
+    _write(results_dir, "answer", payload, summary)
+    return payload
+
+
 # ------------------------------------------------------------------ CLI
 
 
@@ -276,6 +358,13 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bq.add_argument("--repeats", type=int, default=2)
     bq.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     bq.set_defaults(func=_cmd_query)
+    ba = bsub.add_parser("answer", help="time to the sources event and per-token overhead, against a scripted LLM server")
+    ba.add_argument("--collection", default="django")
+    ba.add_argument("--size", type=int, default=10_000)
+    ba.add_argument("--tokens", type=int, default=200)
+    ba.add_argument("--repeats", type=int, default=2)
+    ba.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    ba.set_defaults(func=_cmd_answer)
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -289,4 +378,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
     out = bench_query(args.collection, args.size, args.top_k, args.repeats, args.results, _settings(args))
     print((args.results / "query.md").read_text())
+    return 0 if out else 1
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    from .cli import _settings
+
+    out = bench_answer(args.collection, args.size, args.tokens, args.repeats, args.results, _settings(args))
+    print((args.results / "answer.md").read_text())
     return 0 if out else 1

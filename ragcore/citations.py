@@ -35,6 +35,8 @@ from .types import Candidate, Chunk, Citation, Evidence, Origin, ScoreKind, Sent
 UNSUPPORTED_BELOW = 0.5
 MAX_RANGE = 20  # "[1-1000]" is not a citation; ranges wider than this are treated as invalid
 
+_LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*\d[\d\s,\-–]*\])+")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
 _MARKER = re.compile(r"\[(\s*\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*\s*)\]")
 Encoder = Callable[[Sequence[str]], np.ndarray]
 
@@ -205,30 +207,34 @@ def check_answer(
     scorer = scorer or SupportScorer()
     by_n = {e.n: e for e in evidence}
     clean, stripped = clean_markers(text, set(by_n))
-    spans = sentence_spans(clean)
-    sent_texts = [re.sub(r"\s+([.,;:!?])", r"\1", _MARKER.sub("", s.text)).strip() for s in spans]
-    cited = [markers_in(clean[s.start : s.end + 1]) for s in spans]
-    # a marker right after the sentence's end punctuation belongs to that sentence
-    for k, s in enumerate(spans):
-        tail = re.match(r"\s*(\[[^\]]*\])", clean[s.end :])
-        if tail and k + 1 < len(spans) and not cited[k]:
-            cited[k] = markers_in(tail.group(1))
+    # Attribute markers to sentences. "Claim [1]." and "Claim. [1]" both cite [1] for that
+    # claim: a marker that opens a span (or is all the span has) belongs to the sentence before.
+    sent_texts: list[str] = []
+    cited: list[list[int]] = []
+    for span in sentence_spans(clean):
+        raw = clean[span.start : span.end]
+        lead = _LEADING_MARKERS.match(raw)
+        if lead and cited:
+            cited[-1] = list(dict.fromkeys([*cited[-1], *markers_in(lead.group(0))]))
+            raw = raw[lead.end() :]
+        body = re.sub(r"\s+([.,;:!?])", r"\1", _MARKER.sub("", raw)).strip()
+        if not re.search(r"[A-Za-z0-9]", body):
+            continue
+        sent_texts.append(" ".join(_BULLET.sub("", body).split()))
+        cited.append(markers_in(raw))
     needed = sorted({n for ns in cited for n in ns})
     matrix = scorer.best(sent_texts, [by_n[n].chunk for n in needed]) if needed else [[] for _ in sent_texts]
     col = {n: j for j, n in enumerate(needed)}
 
     checks: list[SentenceCheck] = []
-    best_for_n: dict[int, SupportMatch] = {}
+    matches_for_n: dict[int, list[SupportMatch]] = {}
     for i, (sent, ns) in enumerate(zip(sent_texts, cited)):
-        if not sent:
-            continue
         flags: list[str] = []
         support = 0.0
         for n in ns:
             m = matrix[i][col[n]]
             support = max(support, m.score)
-            if m.score > best_for_n.get(n, SupportMatch(-1.0, None)).score:
-                best_for_n[n] = m
+            matches_for_n.setdefault(n, []).append(m)
         if not ns and not (exempt and exempt(sent)):
             flags.append("uncited")
         elif ns and support < UNSUPPORTED_BELOW:
@@ -237,24 +243,27 @@ def check_answer(
             flags.append("hedged")
         checks.append(SentenceCheck(text=sent, citations=tuple(ns), support=round(support, 4), flags=tuple(flags)))
 
-    citations = tuple(
-        make_citation(by_n[n], best_for_n.get(n, SupportMatch(0.0, None))) for n in needed
-    )
+    citations = tuple(make_citation(by_n[n], matches_for_n.get(n, [])) for n in needed)
     return CheckedAnswer(clean.strip(), citations, Validation(stripped=stripped, sentences=tuple(checks)))
 
 
-def make_citation(e: Evidence, match: SupportMatch) -> Citation:
-    """A citation narrowed to the supporting sentence's lines where the chunk maps 1:1 to lines."""
+def make_citation(e: Evidence, matches: Sequence[SupportMatch]) -> Citation:
+    """A citation narrowed to the lines of the sentences that support the citing claims.
+
+    Narrowing needs the chunk's text lines to map 1:1 onto source lines (text, Markdown,
+    reST, code, PDF pages); for HTML the chunk's whole line range is kept.
+    """
     c = e.chunk
     start, end = c.start_line, c.end_line
-    lines = c.text.split("\n")
-    if match.span is not None and len(lines) == c.end_line - c.start_line + 1:
-        start = c.start_line + line_of_offset(c.text, match.span.start)
-        end = c.start_line + line_of_offset(c.text, max(match.span.end - 1, match.span.start))
+    spans = [m.span for m in matches if m.span is not None]
+    if spans and len(c.text.split("\n")) == c.end_line - c.start_line + 1:
+        start = c.start_line + min(line_of_offset(c.text, sp.start) for sp in spans)
+        end = c.start_line + max(line_of_offset(c.text, max(sp.end - 1, sp.start)) for sp in spans)
+    support = max((m.score for m in matches), default=0.0)
     return Citation(
         n=e.n, chunk_id=c.chunk_id, path=c.path, start_line=start, end_line=end, section=c.section, page=c.page,
         anchor=c.anchor, url=source_url(c.path, start, end, c.page), retrieval_score=e.score, score_kind=e.score_kind,
-        support=round(match.score, 4), origin=e.origin,
+        support=round(support, 4), origin=e.origin,
     )
 
 

@@ -212,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--json", action="store_true")
     col.set_defaults(func=cmd_collections)
 
+    from .bench import add_bench_parser
+    from .eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
+    add_bench_parser(sub)
     return p
 
 

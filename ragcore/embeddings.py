@@ -97,6 +97,7 @@ class OnnxMiniLM:
             if v is None:
                 todo.setdefault(t, []).append(i)
             else:
+                self._cache.move_to_end(t)  # least recently used goes first
                 out[i] = v
         if todo:
             uniq = list(todo)

@@ -228,20 +228,20 @@ class Engine:
             generator_name = "extractive"
             text = extractive.text
 
+            def cancelled_answer(text_so_far: str, generator: str) -> Answer:
+                return Answer(question=question, answer=text_so_far, status="partial", evidence=tuple(evidence),
+                              candidates=candidates, metadata={**meta, "generator": generator, "latency_ms": latency},
+                              error_message="Cancelled by the user.")
+
+            use_llm = s.llm.configured and extractive.status != "abstained"
             if extractive.status == "abstained":
                 status = "abstained"
                 actions.append(f"abstained: best evidence scored {extractive.best_score:.2f} < abstain bar {s.abstain_bar:.2f}")
-                for tok in _pieces(text):
-                    yield ev("token", text=tok)
-            elif s.llm.configured:
+            if use_llm:
                 gen_events, outcome = self._generate_llm(question, evidence, history, s, cancel, ev)
                 yield from gen_events
                 if outcome["cancelled"]:
-                    partial = outcome["text"]
-                    ans = Answer(question=question, answer=partial, status="partial", evidence=tuple(evidence),
-                                 candidates=candidates, metadata={**meta, "generator": outcome["name"], "latency_ms": latency},
-                                 error_message="Cancelled by the user.")
-                    yield ev("done", status="cancelled", answer=ans)
+                    yield ev("done", status="cancelled", answer=cancelled_answer(outcome["text"], outcome["name"]))
                     return
                 generator_name = outcome["name"]
                 meta["packing"] = outcome["packing"]
@@ -254,26 +254,26 @@ class Engine:
                     yield ev("error", message=err.message, kind=err.kind)
                 else:
                     text = outcome["text"]
-            else:
+            if not use_llm or error_message:
+                # the extractive (or abstain) text streams like any generator's
                 sent: list[str] = []
                 for tok in _pieces(text):
                     if cancel is not None and cancel.is_set():
-                        ans = Answer(question=question, answer="".join(sent), status="partial", evidence=tuple(evidence),
-                                     candidates=candidates, metadata={**meta, "generator": "extractive", "latency_ms": latency},
-                                     error_message="Cancelled by the user.")
-                        yield ev("done", status="cancelled", answer=ans)
+                        yield ev("done", status="cancelled", answer=cancelled_answer("".join(sent), generator_name))
                         return
                     sent.append(tok)
                     yield ev("token", text=tok)
             latency["generate"] = (time.perf_counter() - t_gen) * 1e3
 
             t_val = time.perf_counter()
-            checked = check_answer(text, evidence, scorer=self._scorer, is_hedged=is_hedged, exempt=_exempt)
+            # hedges are flagged on model-written text; extractive sentences are the documents' own words
+            hedge = is_hedged if generator_name.startswith("openai") else None
+            checked = check_answer(text, evidence, scorer=self._scorer, is_hedged=hedge, exempt=_exempt)
             validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
             final_text = checked.text
             if generator_name.startswith("openai") and s.llm.unsupported_policy == "extractive" and validation.unsupported:
                 final_text = extractive.text
-                re_checked = check_answer(final_text, evidence, scorer=self._scorer, is_hedged=is_hedged, exempt=_exempt)
+                re_checked = check_answer(final_text, evidence, scorer=self._scorer, exempt=_exempt)
                 validation = replace(
                     re_checked.validation,
                     guardrail_actions=(*actions, f"replaced the LLM answer ({len(validation.unsupported)} unsupported sentences) with the extractive answer"),

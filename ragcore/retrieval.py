@@ -26,7 +26,7 @@ from qdrant_client import models as qm
 
 from .config import Settings
 from .embeddings import OnnxMiniLM
-from .search_index import SearchIndex, top_indices
+from .search_index import SearchIndex, parse_path_filter, path_matches, top_indices
 from .sparse import Bm25Encoder
 from .store import DENSE, SPARSE, Store, chunk_from_payload
 from .types import Candidate, Chunk, RetrievalResult, ScoreKind
@@ -41,14 +41,17 @@ def rank_score_kind(mode: str, fusion: str) -> ScoreKind:
 
 
 def fuse(
-    dense: dict[str, float], sparse: dict[str, float], *, fusion: str, rrf_k: int, dense_weight: float
+    dense: dict[str, float], sparse: dict[str, float], *, fusion: str, rrf_k: int, dense_weight: float,
+    cosine: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """Fused score per chunk id.
+    """Fused score per chunk id. Each branch is ranked by its score; ties keep the order
+    of the dict (the branch's own order), since Python's sort is stable.
 
     RRF: Σ 1/(k + rank) over the branches that ranked the chunk (rank is 1-based).
-    Weighted: w·cosine + (1 − w)·BM25/max(BM25 in the pool), both on a 0..1 scale.
+    Weighted: w·cosine + (1 − w)·BM25/max(BM25 in the pool), both on a 0..1 scale; the
+    cosine is the chunk's own (``cosine``) even when only the sparse branch found it.
     """
-    ids = set(dense) | set(sparse)
+    ids = list(dict.fromkeys([*dense, *sparse]))
     if fusion == "rrf":
         d_rank = {cid: r for r, cid in enumerate(sorted(dense, key=lambda c: -dense[c]), 1)}
         s_rank = {cid: r for r, cid in enumerate(sorted(sparse, key=lambda c: -sparse[c]), 1)}
@@ -57,9 +60,10 @@ def fuse(
             + (1.0 / (rrf_k + s_rank[cid]) if cid in s_rank else 0.0)
             for cid in ids
         }
+    cos = {**dense, **(cosine or {})}
     smax = max(sparse.values(), default=0.0) or 1.0
     return {
-        cid: dense_weight * max(dense.get(cid, 0.0), 0.0) + (1 - dense_weight) * sparse.get(cid, 0.0) / smax
+        cid: dense_weight * max(cos.get(cid, 0.0), 0.0) + (1 - dense_weight) * sparse.get(cid, 0.0) / smax
         for cid in ids
     }
 
@@ -77,7 +81,7 @@ def apply_cuts(
     kept = 0
     for c in sorted(candidates, key=lambda c: c.rank):
         key = (c.chunk.path, c.chunk.section, c.chunk.page)
-        if c.dense_score is not None and c.dense_score < threshold:
+        if threshold > 0 and c.dense_score is not None and c.dense_score < threshold:  # 0 = off
             reason = "threshold"
         elif dedupe and key in seen:
             reason = "dedupe"
@@ -158,10 +162,10 @@ class Retriever:
 
     def _pool_server(self, collection: str, q_dense: np.ndarray, qs, settings: Settings) -> _Pool:
         client = self.store.client
+        # Qdrant has no glob match: with a path filter, over-fetch and filter here with the
+        # same matcher the embedded index uses, so both back ends mean the same thing.
         flt = None
-        if settings.path_filter:
-            flt = qm.Filter(must=[qm.FieldCondition(key="path", match=qm.MatchText(text=settings.path_filter.rstrip("*")))])
-        n = settings.candidates
+        n = settings.candidates * (5 if settings.path_filter else 1)
         dense_hits = []
         sparse_hits = []
         if settings.mode != "sparse":
@@ -182,21 +186,37 @@ class Retriever:
                 entries[str(p.id)] = [chunk_from_payload(p.payload), cos, float(p.score), None, r]
             else:
                 e[2], e[4] = float(p.score), r
-        return [tuple(e) for e in entries.values()]
+        pool = [tuple(e) for e in entries.values()]
+        if settings.path_filter:
+            pats = parse_path_filter(settings.path_filter)
+            pool = [e for e in pool if path_matches(e[0].path, pats)]
+            # ranks within each branch after filtering, as the embedded index computes them
+            for i, pos in ((3, 3), (4, 4)):
+                order = sorted((e for e in pool if e[i] is not None), key=lambda e: e[i])[: settings.candidates]
+                keep = {id(e): r for r, e in enumerate(order, 1)}
+                pool = [(*e[:pos], keep.get(id(e)), *e[pos + 1 :]) for e in pool]
+            pool = [e for e in pool if e[3] is not None or e[4] is not None]
+        return pool  # type: ignore[return-value]
 
     def _rank(self, pool: _Pool, settings: Settings) -> list[Candidate]:
-        dense = {c.chunk_id: d for c, d, _, dr, _ in pool if dr is not None}
-        sparse = {c.chunk_id: s for c, _, s, _, sr in pool if sr is not None and s is not None}
-        fused = fuse(dense, sparse, fusion=settings.fusion, rrf_k=settings.rrf_k, dense_weight=settings.dense_weight)
+        by_d = sorted((e for e in pool if e[3] is not None), key=lambda e: e[3])
+        by_s = sorted((e for e in pool if e[4] is not None and e[2] is not None), key=lambda e: e[4])
+        dense = {e[0].chunk_id: e[1] for e in by_d}
+        sparse = {e[0].chunk_id: e[2] for e in by_s}
+        cosine = {e[0].chunk_id: e[1] for e in pool if e[1] is not None}
+        fused = fuse(dense, sparse, fusion=settings.fusion, rrf_k=settings.rrf_k,
+                     dense_weight=settings.dense_weight, cosine=cosine)
         kind = rank_score_kind(settings.mode, settings.fusion)
+        inf = float("inf")
         if kind == "cosine":
-            key = {c.chunk_id: d or 0.0 for c, d, *_ in pool}
+            key = {c.chunk_id: (-(d or 0.0), dr or inf) for c, d, _, dr, _ in pool}
         elif kind == "bm25":
-            key = {c.chunk_id: s or 0.0 for c, _, s, *_ in pool}
-        else:
-            key = fused
-        ordered = sorted(pool, key=lambda e: (-key.get(e[0].chunk_id, 0.0), e[0].path, e[0].start_line))
-        f_order = {cid: r for r, cid in enumerate(sorted(fused, key=lambda c: -fused[c]), 1)}
+            key = {c.chunk_id: (-(s or 0.0), sr or inf) for c, _, s, _, sr in pool}
+        else:  # ties in the fused score: the better of the two branch ranks first
+            key = {c.chunk_id: (-fused.get(c.chunk_id, 0.0), min(dr or inf, sr or inf)) for c, _, _, dr, sr in pool}
+        ordered = sorted(pool, key=lambda e: (*key[e[0].chunk_id], e[0].chunk_id))
+        f_sorted = sorted(fused, key=lambda c: (-fused[c], key.get(c, (0, inf))[1] if kind in ("rrf", "weighted") else 0, c))
+        f_order = {cid: r for r, cid in enumerate(f_sorted, 1)}
         out = []
         for rank, (chunk, d, s, dr, sr) in enumerate(ordered, 1):
             out.append(

@@ -27,6 +27,16 @@ def qdrant_idf(df: np.ndarray, n: int) -> np.ndarray:
     return np.log((n - df + 0.5) / (df + 0.5) + 1.0)
 
 
+def parse_path_filter(pattern: str) -> list[str]:
+    """"docs/*.md, ref/" → ["docs/*.md", "ref/"] (comma-separated globs)."""
+    return [p.strip() for p in pattern.split(",") if p.strip()]
+
+
+def path_matches(path: str, patterns: list[str]) -> bool:
+    """A glob match (``fnmatch``), or a folder prefix when the pattern ends with "/"."""
+    return any(fnmatch.fnmatch(path, p) or (p.endswith("/") and path.startswith(p)) for p in patterns)
+
+
 @dataclass
 class Scores:
     dense: np.ndarray  # cosine per chunk
@@ -64,11 +74,8 @@ class SearchIndex:
     def path_mask(self, pattern: str | None) -> np.ndarray | None:
         if not pattern:
             return None
-        pats = [p.strip() for p in pattern.split(",") if p.strip()]
-        return np.array(
-            [any(fnmatch.fnmatch(c.path, p) or c.path.startswith(p.rstrip("*")) for p in pats) for c in self.chunks],
-            dtype=bool,
-        )
+        pats = parse_path_filter(pattern)
+        return np.array([path_matches(c.path, pats) for c in self.chunks], dtype=bool)
 
     def score(self, q_dense: np.ndarray, q_sparse: tuple[tuple[int, ...], tuple[float, ...]], path_filter: str | None = None) -> Scores:
         dense = self.dense @ q_dense.astype(np.float32) if self.n_docs else np.zeros(0, np.float32)

@@ -34,18 +34,26 @@ B = 0.75
 
 
 def _stem(word: str) -> str:
-    """A light suffix stripper so "models"/"model" and "caching"/"cache" meet.
+    """A light, consistent suffix stripper: "file"/"files", "cache"/"caches"/"caching",
+    "setting"/"settings", "class"/"classes" each meet.
 
-    A full stemmer would buy little over this on technical text and would mangle
-    identifiers; only plain lowercase words are stemmed.
+    Plural -s (not -ss/-us/-is), then -ing/-ed, then a final -e: crude for English as a whole
+    but the same for every form of a word, which is what matching needs. A full stemmer
+    would buy little on technical text and would mangle identifiers; only plain lowercase
+    words of four letters or more are stemmed.
     """
     if len(word) <= 3 or not word.isalpha():
         return word
-    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suf in ("ing", "ed"):
         if word.endswith(suf) and len(word) - len(suf) >= 3:
-            if suf == "s" and word.endswith("ss"):
-                return word
-            return word[: -len(suf)] + rep
+            word = word[: -len(suf)]
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
     return word
 
 

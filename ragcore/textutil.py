@@ -15,6 +15,10 @@ _ABBREV = {
 _END = re.compile(r"[.!?][\"'”’)\]]*(?=\s)")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
 _WS = re.compile(r"\s+")
+_BLOCK_BREAK = re.compile(
+    r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)]|#{1,6})\s)|^ {0,3}#{1,6}\s.*\n|^([=\-~^`'\"*+#])\1{2,}\s*\n", re.M
+)
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
 @dataclass(frozen=True)
@@ -36,16 +40,21 @@ def sentence_spans(text: str) -> list[Span]:
     identifier (``django.contrib``), a number (``3.2``) or after a known abbreviation does not.
     """
     spans: list[Span] = []
-    # paragraph-ish blocks first: blank lines, bullets and headings start a new block
-    block_starts = [0]
-    for m in re.finditer(r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)]|#{1,6})\s)", text):
-        block_starts.append(m.end())
-    block_starts.append(len(text))
-    for bs, be in zip(block_starts, block_starts[1:]):
+    # paragraph-ish blocks first: blank lines, bullets and headings start a new block, and a
+    # heading line ends one (so "## Title\nText." is a heading and a sentence, not one span)
+    cuts = {0, len(text)}
+    for m in _BLOCK_BREAK.finditer(text):
+        cuts.add(m.end())
+    # no sentence ends inside inline code: `ragcore ask "..." --top-k 10`
+    code = [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text)]
+    bounds = sorted(cuts)
+    for bs, be in zip(bounds, bounds[1:]):
         block = text[bs:be]
         pos = 0
         for m in _END.finditer(block):
             end = m.end()
+            if any(a <= bs + m.start() < b for a, b in code):
+                continue
             word = re.search(r"([A-Za-z.]+)[.!?]$", block[pos : m.start() + 1])
             if word and word.group(1).lower().rstrip(".") in _ABBREV:
                 continue

@@ -199,9 +199,15 @@ def test_over_long_line_becomes_word_windows() -> None:
 
 
 def test_chunks_without_letters_or_digits_are_skipped() -> None:
-    doc = load_bytes(b"# Title\n\n---\n\n## Empty\n\n***\n~~~\n", "x.md")
+    doc = load_bytes(b"---\n\n***\n\n+++\n", "x.txt")
+    assert chunk_document(doc, chunk_size=3, chunk_overlap=1) == []
+
+
+def test_heading_only_chunks_are_skipped() -> None:
+    # "# Title" directly followed by "## Sub": the title alone says nothing worth a slot
+    doc = load_bytes(b"# Title\n\n---\n\n## Empty\n\n***\n\n## Full\n\nReal text here.\n", "x.md")
     chunks = chunk_document(doc, chunk_size=50, chunk_overlap=5)
-    assert [c.text for c in chunks] == ["# Title\n\n---", "## Empty\n\n***\n~~~"]
+    assert [c.text for c in chunks] == ["## Full\n\nReal text here."]
 
 
 # --------------------------------------------------------------------------- ids

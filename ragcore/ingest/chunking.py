@@ -184,6 +184,17 @@ def _windows(line: SourceLine, size: int, overlap: int) -> Iterator[_Piece]:
             return
 
 
+def _only_heading(lines: list[SourceLine]) -> bool:
+    """A chunk that is nothing but its section's title (e.g. "# Title" directly followed by
+    "## Sub"): it would take a retrieval slot while saying nothing; the title still reaches
+    the encoders through every chunk of the section (``store.embed_text``)."""
+    title = lines[0].section[-1] if lines[0].section else None
+    if title is None:
+        return False
+    body = [ln.text.strip().strip("#=-~^*+`'\" ").strip() for ln in lines if not _is_empty(ln)]
+    return all(not b or b == title for b in body)
+
+
 def _make_chunk(
     doc: LoadedDocument, piece: _Piece, ordinal: int, collapse_empty: bool
 ) -> Chunk | None:
@@ -200,7 +211,7 @@ def _make_chunk(
             ln for i, ln in enumerate(lines) if not (_is_empty(ln) and _is_empty(lines[i - 1]))
         ]
     text = "\n".join(line.text for line in lines)
-    if not _ALNUM_RE.search(text):
+    if not _ALNUM_RE.search(text) or _only_heading(lines):
         return None
     first, last = lines[0], lines[-1]
     return Chunk(

@@ -68,10 +68,13 @@ class ExtractiveComposer:
         ]
         if not items:
             return []
-        vecs = self.encoder.encode([question, *(s.text for _, s in items), *(embed_text(e.chunk) for e in evidence)])
+        # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
+        unscored = [e for e in evidence if e.dense_score is None]
+        vecs = self.encoder.encode([question, *(s.text for _, s in items), *(embed_text(e.chunk) for e in unscored)])
         q = vecs[0]
         sent_cos = vecs[1 : 1 + len(items)] @ q
-        chunk_cos = {e.n: float(v @ q) for e, v in zip(evidence, vecs[1 + len(items) :])}
+        chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
+        chunk_cos.update({e.n: float(v @ q) for e, v in zip(unscored, vecs[1 + len(items) :])})
         q_terms = content_terms(question)
         out = []
         for (e, span), cos in zip(items, sent_cos):

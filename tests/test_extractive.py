@@ -1,0 +1,300 @@
+"""The offline extractive composer end to end through ``Engine.ask``/``Engine.stream`` on the
+bundled guide: grounded answers made of verbatim evidence sentences, abstaining off-corpus,
+determinism, selection and "both" modes, input errors, the event stream and cancelling."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+
+from ragcore.ingest.chunking import text_of_lines
+from ragcore.ingest.loaders import load_file
+from ragcore.pipeline import Engine, SelectionInput
+from ragcore.synthesis.extractive import ABSTAIN_TEXT
+from ragcore.textutil import normalize_ws
+from ragcore.types import Answer, Event
+from tests.conftest import DOCS
+
+THRESHOLD_PAGE = "05-scores-top-k-and-threshold.md"
+GUIDE_QUESTIONS = [
+    "What does the threshold apply to?",
+    "What is the default top-K?",
+    "How are identifiers like AUTH_USER_MODEL tokenized?",
+]
+OFF_CORPUS = ["What is the boiling point of tungsten?", "Who won the 1998 World Cup?"]
+SELECTION = (
+    "The extractive composer never invents a sentence.\n"
+    "It picks sentences from the evidence and cites each one with its number.\n"
+    "When even the best sentence scores under the abstain bar,\n"
+    "the composer abstains instead of answering.\n"
+)
+SELECTION_START = 10
+
+
+def unmarked(sentence: str) -> str:
+    """An answer sentence without its [n] markers, whitespace-normalised."""
+    return normalize_ws(re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s*\[[^\]]*\]", "", sentence)))
+
+
+def assert_verbatim(answer: Answer) -> None:
+    """Every answer sentence is a sentence of the evidence it cites (up to its end punctuation)."""
+    by_n = {e.n: e for e in answer.evidence}
+    assert answer.validation.sentences
+    for s in answer.validation.sentences:
+        assert s.citations, s
+        text = unmarked(s.text).rstrip(".!?:;")
+        sources = [normalize_ws(by_n[n].chunk.text) for n in s.citations]
+        assert any(text in src for src in sources), (s.text, [by_n[n].chunk.locator for n in s.citations])
+
+
+def events(engine: Engine, question: str, **kwargs) -> list[Event]:
+    return list(engine.stream(question, **kwargs))
+
+
+@pytest.fixture(scope="module")
+def answers(guide_engine: Engine) -> dict[str, Answer]:
+    """Each corpus-mode question asked once (answering costs seconds on 2 busy cores)."""
+    return {q: guide_engine.ask(q) for q in [*GUIDE_QUESTIONS, *OFF_CORPUS]}
+
+
+# --------------------------------------------------------------------------- grounded answers
+
+
+def test_threshold_question_is_answered_from_the_threshold_page(answers: dict[str, Answer]) -> None:
+    a = answers["What does the threshold apply to?"]
+    print(a.answer)
+    for c in a.citations:
+        print(" ", c.n, c.path, c.start_line, c.end_line, c.support)
+    assert a.status == "ok"
+    assert a.error_message is None
+    assert a.citations
+    assert any(c.path.endswith(THRESHOLD_PAGE) for c in a.citations)
+    assert "cosine" in a.answer
+    assert re.search(r"\[\d+\]", a.answer)
+    assert_verbatim(a)
+    assert not a.validation.unsupported and not a.validation.uncited
+    assert a.metadata["generator"] == "extractive"
+    assert a.metadata["chunks_used"] == len(a.evidence) > 0
+    assert {c.n for c in a.citations} <= {e.n for e in a.evidence}
+
+
+@pytest.mark.parametrize("question", GUIDE_QUESTIONS[1:])
+def test_answers_are_verbatim_evidence(answers: dict[str, Answer], question: str) -> None:
+    a = answers[question]
+    print(question, "->", a.answer)
+    assert a.status == "ok"
+    assert a.citations
+    assert_verbatim(a)
+    for c in a.citations:
+        ev = next(e for e in a.evidence if e.n == c.n)
+        assert ev.chunk.start_line <= c.start_line <= c.end_line <= ev.chunk.end_line
+        assert c.path == ev.chunk.path and c.chunk_id == ev.chunk.chunk_id
+
+
+@pytest.mark.parametrize("question", GUIDE_QUESTIONS)
+def test_citation_lines_contain_every_sentence_citing_them(answers: dict[str, Answer], question: str) -> None:
+    """Open the cited path at the cited lines: every answer sentence carrying [n] is there."""
+    a = answers[question]
+    problems = []
+    for c in a.citations:
+        doc = load_file(DOCS / c.path, DOCS, max_bytes=10_000_000)
+        source = normalize_ws(text_of_lines(doc, c.start_line, c.end_line, c.page))
+        for s in a.validation.sentences:
+            if c.n in s.citations and unmarked(s.text).rstrip(".!?:;") not in source:
+                problems.append(f"[{c.n}] {c.path}:{c.start_line}-{c.end_line} lacks {unmarked(s.text)!r}")
+    assert not problems, "\n".join(problems) + "\n" + a.answer
+
+
+@pytest.mark.parametrize("question", OFF_CORPUS)
+def test_off_corpus_question_abstains(guide_engine: Engine, answers: dict[str, Answer], question: str) -> None:
+    a = answers[question]
+    assert a.status == "abstained", (a.answer, a.metadata.get("best_support"))
+    assert a.citations == ()
+    assert a.answer == ABSTAIN_TEXT
+    assert a.metadata["best_support"] < guide_engine.settings.abstain_bar
+    assert any(act.startswith("abstained") for act in a.validation.guardrail_actions)
+    assert a.evidence  # the evidence is still shown, just not cited
+
+
+def test_deterministic(guide_engine: Engine, answers: dict[str, Answer]) -> None:
+    q = "What does the threshold apply to?"
+    a, b = answers[q], guide_engine.ask(q)
+    assert a.answer == b.answer
+    assert [(c.n, c.chunk_id, c.start_line, c.end_line) for c in a.citations] == [
+        (c.n, c.chunk_id, c.start_line, c.end_line) for c in b.citations
+    ]
+    assert a.metadata["request_id"] != b.metadata["request_id"]
+
+
+def test_answer_is_json_serialisable(answers: dict[str, Answer]) -> None:
+    import json
+
+    a = answers["What does the threshold apply to?"]
+    d = json.loads(a.to_json())
+    assert d["status"] == "ok" and d["citations"] and d["evidence"]
+    assert set(d["validation"]) >= {"stripped", "sentences", "unsupported", "uncited", "hedged"}
+
+
+@pytest.mark.parametrize("question", GUIDE_QUESTIONS)
+def test_answer_sentences_are_whole_sentences(answers: dict[str, Answer], question: str) -> None:
+    """No fragment cut out of the middle of an inline code span (an odd number of backticks)."""
+    a = answers[question]
+    for s in a.validation.sentences:
+        assert s.text.count("`") % 2 == 0, (s.text, a.answer)
+        assert not s.text.startswith(("-", ",", ";", ")")), (s.text, a.answer)
+
+
+@pytest.mark.parametrize(
+    "text, n",
+    [
+        ('Set top-K with `ragcore ask "..." --top-k 10`, or by default with `RAGCORE_TOP_K`. Then ask.', 2),
+        ('Run `ragcore ask "What is it?" --json` to get JSON. Then read it.', 2),
+        ("Set it in settings.py. Then run e.g. the server. Version 3.2 is out!", 3),
+    ],
+)
+def test_sentence_spans_do_not_split_inside_inline_code(text: str, n: int) -> None:
+    from ragcore.textutil import sentence_spans
+
+    spans = sentence_spans(text)
+    assert len(spans) == n, [s.text for s in spans]
+    assert all(s.text.count("`") % 2 == 0 for s in spans), [s.text for s in spans]
+
+
+# --------------------------------------------------------------------------- selection modes
+
+
+def test_selection_mode_cites_only_the_selection(guide_engine: Engine) -> None:
+    sel = SelectionInput(SELECTION, "notes.md", SELECTION_START)
+    a = guide_engine.ask("What does the extractive composer do?", mode="selection", selection=sel)
+    print(a.answer, [(c.n, c.start_line, c.end_line) for c in a.citations])
+    assert a.status == "ok"
+    assert a.citations
+    last_line = SELECTION_START + SELECTION.count("\n") - 1
+    assert all(e.origin == "selection" and e.chunk.path == "notes.md" for e in a.evidence)
+    assert a.candidates == ()
+    for c in a.citations:
+        assert c.origin == "selection"
+        assert c.path == "notes.md"
+        assert SELECTION_START <= c.start_line <= c.end_line <= last_line
+    assert_verbatim(a)
+    assert a.metadata["mode"] == "selection"
+
+
+def test_selection_lines_follow_the_source(guide_engine: Engine) -> None:
+    sel = SelectionInput(SELECTION, "notes.md", SELECTION_START)
+    a = guide_engine.ask("When does the composer abstain?", mode="selection", selection=sel)
+    ev = {e.chunk.text.split("\n")[0][:20]: (e.chunk.start_line, e.chunk.end_line) for e in a.evidence}
+    assert ev["The extractive compo"] == (10, 10)
+    assert ev["It picks sentences f"] == (11, 11)
+    assert ev["When even the best s"] == (12, 13)  # one sentence over two lines
+
+
+def test_selection_too_short_is_an_error(guide_engine: Engine) -> None:
+    short = "Too short to ask about."
+    assert len(short) < guide_engine.settings.min_selection_chars
+    a = guide_engine.ask("What is this?", mode="selection", selection=SelectionInput(short, "notes.md", 1))
+    assert a.status == "error"
+    assert a.error_message and str(guide_engine.settings.min_selection_chars) in a.error_message
+    assert "at least" in a.error_message
+    assert a.citations == () and a.answer == ""
+    # no selection at all in selection mode: the same error
+    a = guide_engine.ask("What is this?", mode="selection")
+    assert a.status == "error" and str(guide_engine.settings.min_selection_chars) in a.error_message
+
+
+def test_both_mode_numbers_selection_first(guide_engine: Engine) -> None:
+    sel = SelectionInput(SELECTION, "notes.md", SELECTION_START)
+    a = guide_engine.ask("What does the extractive composer do?", mode="both", selection=sel)
+    assert a.status == "ok"
+    origins = [e.origin for e in a.evidence]
+    k = origins.count("selection")
+    assert k >= 3 and origins.count("corpus") >= 1
+    assert origins == ["selection"] * k + ["corpus"] * (len(origins) - k)
+    assert [e.n for e in a.evidence] == list(range(1, len(a.evidence) + 1))
+    assert all(e.chunk.path == "notes.md" for e in a.evidence[:k])
+    assert all(e.chunk.path != "notes.md" for e in a.evidence[k:])
+    for c in a.citations:
+        assert c.origin == ("selection" if c.n <= k else "corpus")
+    assert a.metadata["mode"] == "both"
+
+
+def test_selection_in_corpus_mode_switches_to_both(guide_engine: Engine) -> None:
+    a = guide_engine.ask("What does the extractive composer do?", selection=SELECTION, selection_source="notes.md")
+    assert a.metadata["mode"] == "both"
+    assert a.evidence[0].origin == "selection" and a.evidence[0].chunk.path == "notes.md"
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t"])
+def test_empty_question_is_an_error(guide_engine: Engine, question: str) -> None:
+    evs = events(guide_engine, question)
+    assert [e.type for e in evs] == ["started", "error", "done"]
+    a = evs[-1].data["answer"]
+    assert a.status == "error" and evs[-1].data["status"] == "error"
+    assert a.error_message and "empty" in a.error_message
+
+
+def test_unknown_collection_is_an_error(guide_engine: Engine) -> None:
+    a = guide_engine.ask("What does the threshold apply to?", collection="no-such-collection")
+    assert a.status == "error"
+    assert "no-such-collection" in (a.error_message or "")
+
+
+# --------------------------------------------------------------------------- events
+
+
+def test_event_stream_order(guide_engine: Engine) -> None:
+    evs = events(guide_engine, "What does the threshold apply to?")
+    types = [e.type for e in evs]
+    assert types[0] == "started" and types[1] == "sources"
+    assert types[-2:] == ["message", "done"]
+    middle = types[2:-2]
+    assert middle and set(middle) == {"token"}
+    assert [e.seq for e in evs] == sorted({e.seq for e in evs})  # strictly increasing
+    assert len({e.request_id for e in evs}) == 1
+    assert all(a.ts <= b.ts for a, b in zip(evs, evs[1:]))
+    done = evs[-1]
+    assert done.data["status"] == "ok"
+    answer = done.data["answer"]
+    assert answer.metadata["request_id"] == evs[0].request_id
+    assert "".join(e.data["text"] for e in evs if e.type == "token") == evs[-2].data["text"] == answer.answer
+    sources = evs[1].data
+    assert tuple(sources["evidence"]) == answer.evidence
+
+
+def test_cancel_before_streaming(guide_engine: Engine) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    evs = events(guide_engine, "What does the threshold apply to?", cancel=cancel)
+    types = [e.type for e in evs]
+    assert types[0] == "started" and types[-1] == "done"
+    assert "token" not in types and "message" not in types
+    assert evs[-1].data["status"] == "cancelled"
+    assert evs[-1].data["answer"].status == "partial"
+
+
+def test_cancel_mid_stream(guide_engine: Engine) -> None:
+    cancel = threading.Event()
+    seen: list[Event] = []
+    for ev in guide_engine.stream("What does the threshold apply to?", cancel=cancel):
+        seen.append(ev)
+        if ev.type == "token" and sum(e.type == "token" for e in seen) == 3:
+            cancel.set()
+    assert [e.type for e in seen].count("token") == 3
+    assert seen[-1].type == "done" and seen[-1].data["status"] == "cancelled"
+    a = seen[-1].data["answer"]
+    assert a.answer == "".join(e.data["text"] for e in seen if e.type == "token")
+    assert a.status == "partial"
+
+
+def test_closing_the_generator_stops_it(guide_engine: Engine) -> None:
+    gen = guide_engine.stream("What does the threshold apply to?")
+    first = [next(gen) for _ in range(3)]
+    gen.close()
+    assert [e.type for e in first] == ["started", "sources", "token"]
+    with pytest.raises(StopIteration):
+        next(gen)
