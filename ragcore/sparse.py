@@ -29,6 +29,9 @@ STOPWORDS = frozenset(
     what when where which who why will with you your""".split()
 )
 
+# Bump when tokenize() or the weights change: stored sparse vectors are then recomputed on
+# the next ingest (see ingest.pipeline.index_fingerprint).
+SPARSE_VERSION = "bm25-2"
 K1 = 1.2
 B = 0.75
 

@@ -35,7 +35,7 @@ META_COLLECTION = "ragcore__meta"
 # payload keys of a chunk point (besides LlamaIndex's own _node_content / doc_id …)
 CHUNK_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section",
-    "anchor", "page", "ordinal", "title", "doc_chunks", "context",
+    "anchor", "page", "ordinal", "title", "doc_chunks", "context", "fp",
 )
 
 
@@ -53,8 +53,13 @@ def embed_text(chunk: Chunk) -> str:
     The heading path names the subject that the chunk's sentences often leave implicit
     ("It is set in settings.py"); the stored chunk text stays exactly the source text.
     """
-    context = " › ".join(x for x in (chunk.title, *chunk.section) if x)
+    context = chunk_context(chunk)
     return f"{context}\n{chunk.text}" if context else chunk.text
+
+
+def chunk_context(chunk: Chunk) -> str:
+    """The document title and section path, as the encoders see them before the text."""
+    return " › ".join(x for x in (chunk.title, *chunk.section) if x)
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class PointRef:
     path: str
     doc_hash: str
     doc_chunks: int
+    fp: str = ""  # index fingerprint the point was written with (see ingest.pipeline)
 
 
 @dataclass(frozen=True)
@@ -183,7 +189,9 @@ class Store:
 
     # ------------------------------------------------------------------ writes
 
-    def write_chunks(self, name: str, chunks: Sequence[Chunk], dense: np.ndarray, doc_chunks: dict[str, int]) -> None:
+    def write_chunks(
+        self, name: str, chunks: Sequence[Chunk], dense: np.ndarray, doc_chunks: dict[str, int], fingerprint: str = ""
+    ) -> None:
         """Upsert chunks with their dense vectors; sparse vectors are computed on the way in."""
         nodes = []
         for c, vec in zip(chunks, dense):
@@ -192,7 +200,8 @@ class Store:
                 "start_line": c.start_line, "end_line": c.end_line, "section": list(c.section),
                 "anchor": c.anchor, "page": c.page, "ordinal": c.ordinal, "title": c.title,
                 "doc_chunks": doc_chunks[c.path],
-                "context": " › ".join(x for x in (c.title, *c.section) if x),
+                "fp": fingerprint,
+                "context": chunk_context(c),
             }
             node = TextNode(
                 id_=point_id(c.chunk_id),
@@ -235,9 +244,18 @@ class Store:
         if not self.exists(name):
             return []
         return [
-            PointRef(str(p.id), p.payload["path"], p.payload["doc_hash"], int(p.payload.get("doc_chunks", 0)))
-            for p in self._scroll(name, with_payload=["path", "doc_hash", "doc_chunks"], with_vectors=False)
+            PointRef(str(p.id), p.payload["path"], p.payload["doc_hash"], int(p.payload.get("doc_chunks", 0)),
+                     p.payload.get("fp") or "")
+            for p in self._scroll(name, with_payload=["path", "doc_hash", "doc_chunks", "fp"], with_vectors=False)
         ]
+
+    def stored_vectors(self, name: str, ids: Sequence[str]) -> dict[str, tuple[list[float], str]]:
+        """Dense vector and embedding context of stored points, by point id (missing ids absent)."""
+        out: dict[str, tuple[list[float], str]] = {}
+        for i in range(0, len(ids), 1000):
+            for p in self.client.retrieve(name, list(ids[i : i + 1000]), with_vectors=[DENSE], with_payload=["context"]):
+                out[str(p.id)] = (p.vector[DENSE], (p.payload or {}).get("context") or "")
+        return out
 
     def load(self, name: str) -> CollectionData:
         chunks: list[Chunk] = []

@@ -96,6 +96,7 @@ class IngestReport:
     built_at: str
     seconds: float
     chunks_written: int
+    chunks_embedded: int = 0  # written chunks whose vectors had to be computed (others reused)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

@@ -187,3 +187,21 @@ def test_sigkill_mid_ingest_then_rerun_repairs(tmp_path: Path, make_engine, wher
     # and a third run is a no-op
     again = engine.ingest([root], "t")
     assert again.summary()["unchanged"] == len(expected) and again.chunks_written == 0
+
+
+def test_settings_change_rechunks_but_reuses_vectors(tmp_path: Path, make_engine) -> None:
+    """A new chunk size re-derives every file; chunks that come out the same keep their vectors."""
+    root = write_corpus(tmp_path / "c", {"a.md": _section("alpha", 6), "b.md": "# B\n\nOne short paragraph.\n"})
+    engine = make_engine(chunk_size=60, chunk_overlap=10)
+    first = engine.ingest([root], "t")
+    assert first.chunks_embedded == first.chunks_written
+    again = engine.ingest([root], "t")
+    assert again.chunks_written == 0  # same fingerprint: nothing to do
+
+    bigger = engine.settings.with_(chunk_size=400, chunk_overlap=10)
+    report = engine.ingest([root], "t", settings=bigger)
+    assert report.summary()["updated"] == 2 and report.summary()["unchanged"] == 0
+    # b.md's single chunk is identical under both sizes: its vector is reused, not recomputed
+    assert report.chunks_embedded < report.chunks_written
+    _assert_consistent(engine, "t", {"a.md", "b.md"})
+    assert engine.ingest([root], "t", settings=bigger).chunks_written == 0

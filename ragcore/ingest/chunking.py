@@ -30,6 +30,11 @@ _ALNUM_RE = re.compile(r"[^\W_]")
 _MIN_PARAGRAPH_FILL = 0.5
 
 
+# Bump when chunk boundaries or texts change for the same input: the next ingest re-chunks
+# every file (reusing stored vectors of chunks that come out the same).
+CHUNKER_VERSION = "2"
+
+
 def chunk_id(path: str, start_line: int, end_line: int, text: str) -> str:
     """Stable id: the same span of the same text in the same file always gets the same id."""
     key = f"{path}\0{start_line}\0{end_line}\0{text}"

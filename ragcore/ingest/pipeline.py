@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Sequence
 
+import numpy as np
+
 from ..config import Settings
-from ..embeddings import OnnxMiniLM
-from ..store import PointRef, Store, embed_text, point_id, utc_now
+from ..embeddings import DIMENSION, MODEL_NAME, OnnxMiniLM
+from ..sparse import SPARSE_VERSION
+from ..store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ..types import Chunk, FileOutcome, IngestReport
-from .chunking import chunk_document
+from .chunking import CHUNKER_VERSION, chunk_document
 from .loaders import LoadError, kind_for, load_bytes, read_bytes
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path)
@@ -74,34 +77,62 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 
 class _Writer:
-    """Buffers chunks across files, embeds and writes them in batches, then drops stale points."""
+    """Buffers chunks across files, embeds and writes them in batches, then drops stale points.
 
-    def __init__(self, store: Store, encoder: OnnxMiniLM, collection: str) -> None:
+    A chunk whose point already exists with the same embedding context keeps its stored dense
+    vector: after a settings or version change (new fingerprint) every file is re-chunked, but
+    only chunks that really changed are embedded again; BM25 vectors are always recomputed
+    (they cost nothing next to the model).
+    """
+
+    def __init__(self, store: Store, encoder: OnnxMiniLM, collection: str, fingerprint: str, existing: set[str]) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
+        self.fingerprint = fingerprint
+        self.existing = existing
         self.buf: list[Chunk] = []
         self.doc_chunks: dict[str, int] = {}
-        self.pending_stale: list[tuple[str, list[str]]] = []  # (path, stale ids) once path is fully written
+        self.pending_stale: list[str] = []  # ids to delete once their files are fully written
         self.written = 0
+        self.embedded = 0
 
     def add_file(self, chunks: list[Chunk], stale: list[str]) -> None:
         if chunks:
             self.doc_chunks[chunks[0].path] = len(chunks)
             self.buf.extend(chunks)
-        self.pending_stale.append((chunks[0].path if chunks else "", stale))
+        self.pending_stale.extend(stale)
         if len(self.buf) >= WRITE_BATCH:
             self.flush()
 
     def flush(self) -> None:
         if self.buf:
-            vecs = self.encoder.encode_uncached([embed_text(c) for c in self.buf])
-            self.store.write_chunks(self.collection, self.buf, vecs, self.doc_chunks)
+            texts = [embed_text(c) for c in self.buf]
+            ids = [point_id(c.chunk_id) for c in self.buf]
+            stored = self.store.stored_vectors(self.collection, [i for i in ids if i in self.existing])
+            vecs = np.zeros((len(self.buf), DIMENSION), dtype=np.float32)
+            todo = []
+            for k, (c, pid) in enumerate(zip(self.buf, ids)):
+                hit = stored.get(pid)
+                if hit is not None and hit[1] == chunk_context(c):
+                    vecs[k] = hit[0]
+                else:
+                    todo.append(k)
+            if todo:
+                vecs[todo] = self.encoder.encode_uncached([texts[k] for k in todo])
+            self.store.write_chunks(self.collection, self.buf, vecs, self.doc_chunks, self.fingerprint)
             self.written += len(self.buf)
+            self.embedded += len(todo)
             self.buf = []
         # only now is every chunk of these files in the store: the old versions can go
-        stale = [i for _, ids in self.pending_stale for i in ids]
-        if stale:
-            self.store.delete_points(self.collection, stale)
+        if self.pending_stale:
+            self.store.delete_points(self.collection, self.pending_stale)
         self.pending_stale = []
+
+
+def index_fingerprint(settings: Settings) -> str:
+    """What a stored chunk depends on besides its file: chunker, BM25 and model versions and
+    the chunk settings. A point written under another fingerprint is re-derived."""
+    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def corpus_version(file_hashes: dict[str, str]) -> str:
@@ -128,7 +159,8 @@ def ingest(
     for ref in store.point_refs(collection):
         state[ref.path].append(ref)
 
-    writer = _Writer(store, encoder, collection)
+    fingerprint = index_fingerprint(settings)
+    writer = _Writer(store, encoder, collection, fingerprint, {r.id for refs in state.values() for r in refs})
     outcomes: list[FileOutcome] = []
     hashes: dict[str, str] = {}
     seen: set[str] = set()
@@ -140,7 +172,7 @@ def ingest(
         try:
             data = src.data if src.data is not None else read_bytes(src.path, max_bytes=settings.max_file_bytes)
             digest = hashlib.sha256(data).hexdigest()
-            if refs and all(r.doc_hash == digest for r in refs) and len(refs) == refs[0].doc_chunks:
+            if refs and all(r.doc_hash == digest and r.fp == fingerprint for r in refs) and len(refs) == refs[0].doc_chunks:
                 outcomes.append(FileOutcome(src.rel, "unchanged", len(refs)))
                 hashes[src.rel] = digest
                 continue
@@ -185,6 +217,6 @@ def ingest(
     )
     return IngestReport(
         collection=collection, root=root, outcomes=tuple(outcomes), corpus_version=version, built_at=built_at,
-        seconds=time.perf_counter() - t0, chunks_written=writer.written,
+        seconds=time.perf_counter() - t0, chunks_written=writer.written, chunks_embedded=writer.embedded,
     )
 
