@@ -128,9 +128,9 @@ KILL_SCRIPT = textwrap.dedent(
     def kill():
         os.kill(os.getpid(), signal.SIGKILL)  # a real SIGKILL: no cleanup, no finally
 
-    def write_half_then_die(self, name, chunks, dense, doc_chunks):
+    def write_half_then_die(self, name, chunks, dense, doc_chunks, fingerprint=""):
         # as if the process died in the middle of a multi-batch upsert
-        write(self, name, chunks[: len(chunks) // 2], dense[: len(chunks) // 2], doc_chunks)
+        write(self, name, chunks[: len(chunks) // 2], dense[: len(chunks) // 2], doc_chunks, fingerprint)
         kill()
 
     def die_before_delete(self, name, ids):
