@@ -5,7 +5,8 @@ For every sentence of the evidence it computes
     score = 0.5·cos(question, sentence) + 0.25·lexical + 0.25·cos(question, chunk)
 
 where *lexical* is the share of the question's content words the sentence contains and the
-last term is the chunk's own retrieval cosine (a sentence inherits some of its passage's
+last term is the chunk's own retrieval cosine; pointer sentences ("See X for more details.")
+keep 85% of their score (a sentence inherits some of its passage's
 relevance: "Set it in settings.py" answers nothing alone but does inside the right section).
 It keeps the best sentence and those close to it (≥ 80% of its score), skipping near
 duplicates, up to ``max_sentences``, and puts ``[n]`` after each. When even the best sentence
@@ -14,6 +15,7 @@ scores under ``abstain_bar`` the composer abstains. Deterministic: same evidence
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -26,6 +28,10 @@ from ..types import Evidence
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
 _RELATIVE_KEEP = 0.8
+# "See the documentation on X for more details." repeats the question's words without
+# answering it: such pointer sentences keep only part of their score.
+_POINTER = re.compile(r"^(?:see|refer to|read|consult)\b|\bfor (?:more|further) (?:details|information)\b|\bsee (?:the )?\S+ (?:documentation|docs|section)\b", re.I)
+_POINTER_FACTOR = 0.85
 _DUPLICATE_COS = 0.9
 
 
@@ -80,6 +86,8 @@ class ExtractiveComposer:
         for (e, span), cos in zip(items, sent_cos):
             lex = len(q_terms & content_terms(span.text)) / len(q_terms) if q_terms else 0.0
             score = 0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n]
+            if _POINTER.search(span.text):
+                score *= _POINTER_FACTOR
             if e.origin == "selection":
                 score += 0.05  # in "both" mode the selection is the primary source
             out.append(Picked(e.n, span, score))
