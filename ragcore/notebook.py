@@ -100,6 +100,12 @@ class Cell:
         return self.runs[-2] if len(self.runs) > 1 else None
 
     def add_run(self, run: Run) -> None:
+        """Append a run; older runs keep their evidence (for diffs) but drop the candidate pool."""
+        for old in self.runs:
+            if old.answer.get("candidates"):
+                old.answer = {**old.answer, "candidates": []}
+                old.answer.setdefault("metadata", {})
+                old.answer["metadata"] = {**old.answer["metadata"], "candidates_trimmed": True}
         self.runs.append(run)
         del self.runs[:-MAX_RUNS]
 
@@ -329,7 +335,7 @@ def config_stamp(answer: Mapping[str, Any]) -> dict[str, str]:
     if meta.get("built_at"):
         out["built"] = str(meta["built_at"]).replace("T", " ").replace("+00:00", " UTC")
     out["context"] = CONTEXT_LABELS.get(str(meta.get("mode")), str(meta.get("mode") or "?"))
-    if cfg:
+    if cfg and meta.get("mode") != "selection":  # a selection-only answer retrieves nothing
         out["retrieval"] = str(cfg.get("mode", "?"))
         out["top-K"] = str(cfg.get("top_k", "?"))
         thr = cfg.get("threshold")
@@ -371,7 +377,7 @@ def badges(run: Run) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class EvidenceChange:
-    kind: Literal["added", "dropped", "moved"]
+    kind: Literal["added", "dropped", "moved", "rescored"]
     chunk_id: str
     locator: str
     old_n: int | None
@@ -387,13 +393,15 @@ class RunDiff:
     added: tuple[EvidenceChange, ...]
     dropped: tuple[EvidenceChange, ...]
     moved: tuple[EvidenceChange, ...]
-    unchanged_evidence: int
+    unchanged_evidence: int  # same chunk, same [n] (its score may have changed: see ``rescored``)
     status_change: tuple[str, str] | None
     config_changes: tuple[tuple[str, Any, Any], ...]  # (key, old, new)
+    rescored: tuple[EvidenceChange, ...] = ()  # same chunk, same [n], a different retrieval score
 
     @property
     def changed(self) -> bool:
-        return bool(self.answer_changed or self.added or self.dropped or self.moved or self.status_change or self.config_changes)
+        return bool(self.answer_changed or self.added or self.dropped or self.moved or self.rescored or self.status_change
+                    or self.config_changes)
 
     def summary(self) -> str:
         if not self.changed:
@@ -402,7 +410,7 @@ class RunDiff:
         if self.status_change:
             parts.append(f"status {self.status_change[0]} → {self.status_change[1]}")
         parts.append("answer changed" if self.answer_changed else "same answer")
-        for name, items in (("added", self.added), ("dropped", self.dropped), ("moved", self.moved)):
+        for name, items in (("added", self.added), ("dropped", self.dropped), ("moved", self.moved), ("rescored", self.rescored)):
             if items:
                 parts.append(f"{len(items)} evidence {name}")
         if self.config_changes:
@@ -411,7 +419,8 @@ class RunDiff:
 
 
 _SENT = re.compile(r"(?<=[.!?])\s+")
-_IGNORED_KEYS = {"request_id", "config.data_dir", "latency_ms", "chunks_retrieved", "chunks_used", "best_support"}
+_IGNORED_KEYS = {"request_id", "config.data_dir", "latency_ms", "chunks_retrieved", "chunks_used", "best_support",
+                 "candidates_trimmed", "packing"}
 
 
 def _sentences(text: str) -> list[str]:
@@ -451,7 +460,7 @@ def diff_runs(old: Run, new: Run) -> RunDiff:
         return {e["chunk"]["chunk_id"]: e for e in run.evidence if e.get("chunk")}
 
     ea, eb = index(old), index(new)
-    added, dropped, moved = [], [], []
+    added, dropped, moved, rescored = [], [], [], []
     same = 0
     for cid, e in eb.items():
         if cid not in ea:
@@ -461,6 +470,9 @@ def diff_runs(old: Run, new: Run) -> RunDiff:
             moved.append(EvidenceChange("moved", cid, _locator(e["chunk"]), o.get("n"), e.get("n"), o.get("score"), e.get("score")))
         else:
             same += 1
+            o = ea[cid]
+            if _score_changed(o.get("score"), e.get("score")):
+                rescored.append(EvidenceChange("rescored", cid, _locator(e["chunk"]), o.get("n"), e.get("n"), o.get("score"), e.get("score")))
     for cid, e in ea.items():
         if cid not in eb:
             dropped.append(EvidenceChange("dropped", cid, _locator(e["chunk"]), e.get("n"), None, e.get("score"), None))
@@ -476,8 +488,14 @@ def diff_runs(old: Run, new: Run) -> RunDiff:
     return RunDiff(
         answer_changed=a != b, answer_diff=tuple(ops), added=tuple(added), dropped=tuple(dropped),
         moved=tuple(sorted(moved, key=lambda c: c.new_n or 0)), unchanged_evidence=same, status_change=status,
-        config_changes=tuple(changes),
+        config_changes=tuple(changes), rescored=tuple(rescored),
     )
+
+
+def _score_changed(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) > 1e-6
+    return a != b
 
 
 # --------------------------------------------------------------------------- exports

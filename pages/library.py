@@ -1,0 +1,317 @@
+"""Library: ingest folders or uploads, collections, the document browser and the source viewer."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from ragcore.ingest.loaders import SUPPORTED_SUFFIXES, kind_for
+from ragcore.notebook import Cell
+from ui import state, streaming
+from ui.cells import render_cell
+from ui.render import md_code, md_escape, md_inline
+from ui.viewer import load_source, viewer_html
+
+rt = state.page_init()
+ss = st.session_state
+collection: str = ss["cfg_collection"]
+info = rt.info(collection)
+
+st.markdown("## Library")
+
+# ---------------------------------------------------------------- citation links: ?path=…&lines=a-b[&page=p]
+qp = st.query_params
+link = (qp.get("path"), qp.get("lines"), qp.get("page"), qp.get("collection"))
+if link[0] and link != ss.get("lib_link"):
+    ss["lib_link"] = link
+    a = b = None
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", link[1] or "")
+    if m:
+        a = int(m.group(1))
+        b = int(m.group(2) or a)
+        a, b = min(a, b), max(a, b)
+    page = int(link[2]) if (link[2] or "").isdigit() else None
+    ss["lib_doc"] = link[0]
+    ss["lib_hl"] = (link[0], a, b, page) if a else None
+    ss["lib_page"] = page
+    if a:
+        ss["lib_from"], ss["lib_to"] = a, b
+    ss.pop("lib_whole", None)
+
+
+def _doc_changed() -> None:
+    ss["lib_doc"] = ss["lib_doc_w"]
+    ss["lib_hl"] = None
+    ss.pop("lib_from", None)
+    ss.pop("lib_to", None)
+    ss["lib_page"] = None
+    if "path" in st.query_params:
+        st.query_params.clear()
+        ss["lib_link"] = (None, None, None, None)
+
+
+def _pick_doc() -> None:
+    rows = ss["lib_docs_table"].selection.rows
+    paths = ss.get("lib_doc_paths") or []
+    if rows and rows[0] < len(paths):
+        ss["lib_doc_w"] = paths[rows[0]]
+        _doc_changed()
+
+
+tab_view, tab_cols, tab_ingest = st.tabs(["Documents & source viewer", "Collections", "Ingest"])
+
+# ---------------------------------------------------------------- documents + source viewer
+with tab_view:
+    if info is None:
+        st.info(f"The collection '{md_inline(collection)}' does not exist yet: ingest a folder or files in the Ingest tab.",
+                icon=":material/info:")
+    else:
+        try:
+            docs = rt.engine.documents(collection)
+        except Exception as exc:  # noqa: BLE001
+            state.show_error(exc, "Listing the documents")
+            docs = []
+        paths = [p for p, _ in docs]
+        ss["lib_doc_paths"] = paths
+        if ss.get("lib_doc") not in paths:
+            if ss.get("lib_doc"):
+                st.warning(f"{md_inline(ss['lib_doc'])} is not in the collection '{md_inline(collection)}'. "
+                           "Choose the collection it belongs to in the sidebar, or pick a document below.")
+            ss["lib_doc"] = paths[0] if paths else None
+        if not paths:
+            st.info("This collection has no documents.")
+        else:
+            ss["lib_doc_w"] = ss["lib_doc"]
+            top = st.columns([0.72, 0.28], vertical_alignment="bottom")
+            path = top[0].selectbox("Document", paths, key="lib_doc_w", on_change=_doc_changed,
+                                    format_func=lambda p: f"{p}  ({dict(docs)[p]} chunks)")
+            whole = top[1].toggle("Show the whole document", key="lib_whole")
+            with st.expander(f"Document browser — {len(docs)} documents", icon=":material/folder_open:"):
+                st.caption("Select a row to open the document.")
+                st.dataframe(
+                    pd.DataFrame([{"path": p, "type": kind_for(p) or "?", "chunks": n} for p, n in docs]),
+                    hide_index=True, width="stretch", height=min(38 + 35 * len(docs), 420),
+                    on_select=_pick_doc, selection_mode="single-row", key="lib_docs_table",
+                )
+            try:
+                view = load_source(rt.engine, info, path)
+            except Exception as exc:  # noqa: BLE001
+                state.show_error(exc, "Opening the document")
+                view = None
+            if view is not None:
+                pages = view.pages
+                page = None
+                if pages:
+                    if ss.get("lib_page") not in pages:
+                        ss["lib_page"] = pages[0]
+                    page = st.select_slider("Page", pages, key="lib_page") if len(pages) > 1 else pages[0]
+                first, last = view.first_last(page)
+                hl_state = ss.get("lib_hl")
+                hl = (hl_state[1], hl_state[2]) if hl_state and hl_state[0] == path and hl_state[3] == page else None
+
+                # header: path, kind, where the lines came from, the cited lines' section
+                st.markdown(f"#### :material/description: {md_inline(path)}")
+                meta = [view.kind, f"{len(view.chunks)} chunks", f"lines {first}–{last}" + (f" of page {page}" if page else "")]
+                meta.append("from the file on disk" if view.origin == "disk" else "rebuilt from stored chunks")
+                st.caption(" · ".join(md_inline(x) for x in meta))
+                if view.note:
+                    st.caption(f":material/info: {md_inline(view.note)}")
+                if hl:
+                    section = view.section_of(hl[0], hl[1], page)
+                    anchor = view.anchor_of(hl[0], hl[1], page)
+                    bits = [f"**Cited lines {hl[0]}–{hl[1]}**" if hl[0] != hl[1] else f"**Cited line {hl[0]}**"]
+                    if page:
+                        bits.append(f"page {page}")
+                    if section:
+                        bits.append(f"section {md_inline(section)}")
+                    if anchor:
+                        bits.append(f"anchor {md_code('#' + anchor)}")
+                    st.markdown(":material/format_quote: " + " · ".join(bits))
+
+                # selection (line range) to ask about
+                ss.setdefault("lib_from", hl[0] if hl else first)
+                ss.setdefault("lib_to", hl[1] if hl else min(first + 9, last))
+                ss["lib_from"] = min(max(int(ss["lib_from"]), first), last)
+                ss["lib_to"] = min(max(int(ss["lib_to"]), ss["lib_from"]), last)
+                selection = (int(ss["lib_from"]), int(ss["lib_to"]))
+
+                window = None
+                if not whole:
+                    centre = hl or selection
+                    lo = max(first, centre[0] - 12)
+                    window = (lo, max(centre[1] + 40, lo + 60))
+                st.html(viewer_html(view, page=page, highlight=hl, selection=selection, window=window))
+                if window and (window[0] > first or window[1] < last):
+                    st.caption(f"Showing lines {max(window[0], first)}–{min(window[1], last)} of {first}–{last}; "
+                               "turn on *Show the whole document* to read it all.")
+
+                # ask about the selected lines
+                with st.container(border=True):
+                    st.markdown("**Ask about the selected lines** (highlighted in blue)")
+                    sc = st.columns([0.16, 0.16, 0.68], vertical_alignment="bottom")
+                    sc[0].number_input("From line", min_value=first, max_value=last, step=1, key="lib_from")
+                    sc[1].number_input("To line", min_value=first, max_value=last, step=1, key="lib_to")
+                    with sc[2]:
+                        ctx = state.context_mode_control("lib_context", label="Context", options=("selection", "both"),
+                                                         canon="lib_ctx")
+                    qc = st.columns([0.82, 0.18], vertical_alignment="bottom")
+                    lib_q = qc[0].text_input("Question about these lines", key="lib_question",
+                                             placeholder="e.g. What does this passage say about the threshold?")
+                    ask = qc[1].button("Ask", type="primary", key="lib_ask", icon=":material/send:", width="stretch")
+
+                def _rerun(cid: str) -> None:
+                    ss["lib_pending_rerun"] = cid
+
+                def _delete(cid: str) -> None:
+                    rt.notebooks.delete_cell(collection, cid)
+                    ss.pop("lib_last_cell", None)
+
+                def _draw(cell: Cell) -> None:
+                    st.caption("The answer is also saved as a cell of this collection's notebook.")
+                    render_cell(cell, len(state.load_notebook(rt, collection).cells), collection, on_rerun=_rerun, on_delete=_delete)
+
+                s = state.settings()
+                shown = False
+                if ask:
+                    sel_from, sel_to = int(ss["lib_from"]), int(ss["lib_to"])
+                    if sel_to < sel_from:
+                        sel_from, sel_to = sel_to, sel_from
+                    text = view.text_between(sel_from, sel_to, page)
+                    if not (lib_q or "").strip():
+                        st.error("Type a question about the selected lines first.", icon=":material/error:")
+                    elif len(text.strip()) < s.min_selection_chars:
+                        st.error(
+                            f"The selected passage is too short ({len(text.strip())} characters; at least "
+                            f"{s.min_selection_chars} are needed). Select more lines, or ask in full-corpus mode on the Notebook page.",
+                            icon=":material/error:",
+                        )
+                    else:
+                        cell = Cell(question=lib_q.strip(), context_mode=ctx,  # type: ignore[arg-type]
+                                    selection={"text": text, "source": path, "start_line": sel_from})
+                        ss["lib_last_cell"] = cell.id
+                        shown = True
+                        try:
+                            streaming.stream_cell(rt, cell, collection, title="Selection ·", render_final=_draw)
+                        except Exception as exc:  # noqa: BLE001
+                            state.show_error(exc, "Answering")
+
+                last_id = ss.get("lib_last_cell")
+                if last_id and not shown:
+                    cell = state.load_notebook(rt, collection).get(last_id)
+                    if cell is not None:
+                        if ss.pop("lib_pending_rerun", None) == cell.id:
+                            streaming.stream_cell(rt, cell, collection, title="Selection ·", render_final=_draw)
+                        else:
+                            _draw(cell)
+
+
+# ---------------------------------------------------------------- collections
+with tab_cols:
+    try:
+        cols = rt.collections(max_age=0)
+    except Exception as exc:  # noqa: BLE001
+        state.show_error(exc, "Listing the collections")
+        cols = []
+    if not cols:
+        st.info("No collections yet: ingest a folder or files in the Ingest tab.")
+    else:
+        st.dataframe(
+            pd.DataFrame([
+                {"collection": c.name, "documents": c.documents, "chunks": c.chunks, "corpus version": c.corpus_version,
+                 "built at": (c.built_at or "").replace("T", " ").replace("+00:00", " UTC"), "ingest root": c.root,
+                 "embedding model": c.embedding_model, "chunk size": (c.settings or {}).get("chunk_size"),
+                 "overlap": (c.settings or {}).get("chunk_overlap")}
+                for c in cols
+            ]),
+            hide_index=True, width="stretch",
+        )
+        st.caption(f"Data directory {md_code(rt.settings.data_dir)} · "
+                   + (f"Qdrant server {md_inline(rt.settings.qdrant_url)}" if rt.settings.qdrant_url else "embedded Qdrant"))
+
+# ---------------------------------------------------------------- ingest
+NAME_OK = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def show_report(job: state.IngestJob) -> None:
+    if job.error:
+        st.error(md_escape(job.error), icon=":material/error:")
+        return
+    r = job.report
+    if r is None:
+        return
+    st.success(f"{md_inline(job.label)} into **{md_inline(r.collection)}** finished in {r.seconds:.1f} s · "
+               f"{r.chunks_written} chunks written · corpus version {md_code(r.corpus_version)}", icon=":material/check_circle:")
+    m = st.columns(5)
+    for col, key in zip(m, ("added", "updated", "unchanged", "removed", "failed")):
+        col.metric(key, r.count(key))
+    if r.failed:
+        st.markdown("**Skipped files**")
+        st.dataframe(pd.DataFrame([{"file": o.path, "reason": o.reason} for o in r.failed]), hide_index=True, width="stretch")
+    with st.expander("Every file"):
+        st.dataframe(pd.DataFrame([{"file": o.path, "status": o.status, "chunks": o.chunks, "reason": o.reason or ""}
+                                   for o in r.outcomes]), hide_index=True, width="stretch")
+
+
+with tab_ingest:
+    s = state.settings()
+    ss.setdefault("ing_collection", collection)
+    st.text_input("Collection", key="ing_collection", help="Letters, digits, - and _. A new name creates a new collection.")
+    st.caption(f"Chunking: {s.chunk_size} words per chunk, {s.chunk_overlap} words overlap (change on the Settings page). "
+               f"Supported: Markdown, reST, text, HTML, PDF and source code, up to {s.max_file_bytes / 1e6:.0f} MB per file.")
+    target = (ss.get("ing_collection") or "").strip()
+    name_ok = bool(NAME_OK.match(target))
+    if target and not name_ok:
+        st.error("Invalid collection name: use letters, digits, - and _.")
+    job = rt.job
+    busy = job is not None and job.running
+    fc, uc = st.columns(2, gap="large")
+    with fc, st.container(border=True):
+        st.markdown("**A folder on this machine**")
+        folder = st.text_input("Folder path", key="ing_folder", placeholder="/path/to/docs",
+                               help="Read on the machine that runs the app. Unchanged files are skipped; deleted files are removed.")
+        rebuild = st.checkbox("Rebuild from scratch (re-chunk every file with the current chunking)", key="ing_rebuild")
+        go_folder = st.button("Ingest folder", type="primary", key="ing_go_folder", disabled=busy or not name_ok or not (folder or "").strip())
+    with uc, st.container(border=True):
+        st.markdown("**Upload files**")
+        files = st.file_uploader("Files", accept_multiple_files=True, key="ing_files",
+                                 type=sorted(x.lstrip(".") for x in SUPPORTED_SUFFIXES), label_visibility="collapsed")
+        go_upload = st.button("Ingest uploaded files", type="primary", key="ing_go_upload", disabled=busy or not name_ok or not files)
+
+    if go_folder:
+        p = Path((folder or "").strip()).expanduser()
+        if not p.exists():
+            st.error(f"No such file or folder: {md_inline(p)}. The path is read on the machine that runs the app.", icon=":material/error:")
+        else:
+            def work(job: state.IngestJob, p: Path = p, name: str = target, s=s, rebuild: bool = rebuild):
+                if rebuild and rt.engine.store.exists(name):
+                    rt.engine.drop(name)
+                return rt.engine.ingest([p], name, progress=job.progress, settings=s)
+
+            job = rt.start_ingest(target, f"Ingest of {p}", work)
+            ss["ing_mine"] = job
+    if go_upload and files:
+        payload = [(f.name, f.getvalue()) for f in files]
+
+        def work(job: state.IngestJob, payload=payload, name: str = target, s=s):
+            return rt.engine.ingest_uploads(payload, name, progress=job.progress, settings=s)
+
+        job = rt.start_ingest(target, f"Upload of {len(payload)} file{'s' if len(payload) != 1 else ''}", work)
+        ss["ing_mine"] = job
+
+    job = rt.job
+    if job is not None:
+        if job.running:
+            bar = st.progress(0.0, text=f"{job.label}: starting…")
+            while job.running:
+                frac = job.done / job.total if job.total else 0.0
+                bar.progress(min(frac, 1.0), text=f"{md_inline(job.label)}: {job.done}/{job.total} files · {md_inline(job.current)}")
+                time.sleep(0.25)
+            bar.progress(1.0, text=f"{md_inline(job.label)}: done")
+            if ss.get("ing_mine") is job and job.report is not None:
+                ss["cfg_collection"] = job.collection
+            st.rerun()
+        show_report(job)

@@ -1,0 +1,154 @@
+"""Notebook: ask questions in cells; re-run, compare, stop, export."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ragcore.notebook import Cell, export_filename, export_html, export_json, export_markdown
+from ui import state, streaming
+from ui.cells import render_cell
+from ui.render import md_escape, md_inline
+
+rt = state.page_init()
+ss = st.session_state
+collection: str = ss["cfg_collection"]
+
+st.markdown("## Notebook")
+if rt.info(collection) is None:
+    st.info(f"The collection '{md_inline(collection)}' does not exist yet. Ingest documents first.", icon=":material/info:")
+    st.page_link("pages/library.py", label="Open the Library", icon=":material/library_books:")
+    st.stop()
+
+nb = state.load_notebook(rt, collection)
+pending = ss.pop("nb_pending", None)
+
+
+def _rerun(cell_id: str) -> None:
+    ss["nb_pending"] = {"kind": "rerun", "id": cell_id}
+
+
+def _delete(cell_id: str) -> None:
+    try:
+        state.remember_notebook(rt, rt.notebooks.delete_cell(collection, cell_id))
+    except Exception as exc:  # noqa: BLE001
+        ss["nb_error"] = state.friendly(exc, "Deleting the cell")
+
+
+def _lab(cell_id: str) -> None:
+    cell = nb.get(cell_id)
+    if cell is not None:
+        ss["lab_question"] = cell.question
+        ss["nb_goto_lab"] = True
+
+
+def _submit() -> None:
+    q = (ss.get("nb_question") or "").strip()
+    if q:
+        ss["nb_pending"] = {"kind": "new", "question": q}
+
+
+if ss.pop("nb_goto_lab", False):
+    st.switch_page("pages/retrieval_lab.py")
+
+toolbar = st.empty()  # filled last, so the exports include a cell answered in this run
+if err := ss.pop("nb_error", None):
+    st.error(md_escape(err))
+
+# ---------------------------------------------------------------- cells
+if not nb.cells and not pending:
+    st.info(
+        "Ask a question below, for example *What does the threshold apply to?* Each question becomes a cell "
+        "with its answer, citations, evidence, checks and timings; cells are saved and can be re-run.",
+        icon=":material/lightbulb:",
+    )
+
+
+def _renderer(index: int, *, show_diff: bool = False):
+    def draw(cell: Cell) -> None:
+        render_cell(cell, index, collection, show_diff=show_diff, on_rerun=_rerun, on_delete=_delete, on_lab=_lab)
+    return draw
+
+
+for i, cell in enumerate(list(nb.cells), 1):
+    if pending and pending["kind"] == "rerun" and pending["id"] == cell.id:
+        try:
+            streaming.stream_cell(rt, cell, collection, title=f"{i}.", render_final=_renderer(i, show_diff=True))
+        except Exception as exc:  # noqa: BLE001
+            state.show_error(exc, "Re-running the cell")
+        continue
+    _renderer(i)(cell)
+
+# ---------------------------------------------------------------- a new question streams right after the cells
+s = state.settings()
+context: str = ss["cfg_context"]
+if pending and pending["kind"] == "new":
+    question = pending["question"]
+    sel = None
+    ok = True
+    if context in ("selection", "both"):
+        passage = (ss.get("nb_passage") or "").strip()
+        if len(passage) < s.min_selection_chars:
+            st.error(
+                f"The selected passage is too short ({len(passage)} characters; at least {s.min_selection_chars} are needed). "
+                "Paste a longer passage, or ask in full-corpus mode.", icon=":material/error:",
+            )
+            ok = False
+        sel = {"text": ss.get("nb_passage") or "", "source": None, "start_line": 1}
+    if ok:
+        cell = Cell(question=question, context_mode=context, selection=sel)  # type: ignore[arg-type]
+        try:
+            streaming.stream_cell(rt, cell, collection, title=f"{len(nb.cells) + 1}.", render_final=_renderer(len(nb.cells) + 1))
+        except Exception as exc:  # noqa: BLE001
+            state.show_error(exc, "Answering")
+
+# ---------------------------------------------------------------- the question box and its modes
+with st.container(border=False):
+    opts = st.columns([0.5, 0.5], vertical_alignment="bottom")
+    with opts[0]:
+        context = state.context_mode_control("nb_context", label="Context")
+    with opts[1]:
+        state.retrieval_mode_control("nb_mode", label="Retrieval")
+    if context in ("selection", "both"):
+        st.text_area(
+            "Selected text", key="nb_passage", height=110,
+            placeholder="Paste the passage to ask about (or select lines in the Library's source viewer).",
+            help=f"At least {s.min_selection_chars} characters.",
+        )
+    retrieval = "" if context == "selection" else f"{s.mode} · top-K {s.top_k} · threshold {s.threshold:.2f} · "
+    st.caption(
+        f"Asking **{md_inline(collection)}** · {retrieval}generator **{md_inline(state.generator_name(s))}** — "
+        "top-K and the threshold are in the sidebar."
+    )
+
+st.chat_input(f"Ask a question about '{collection}'…", key="nb_question", on_submit=_submit)
+
+# ---------------------------------------------------------------- toolbar: count, export, clear (drawn last)
+nb = state.load_notebook(rt, collection)
+with toolbar.container():
+    bar = st.columns([0.5, 0.5], vertical_alignment="center")
+    bar[0].caption(
+        f"Collection **{md_inline(collection)}** · {len(nb.cells)} cell{'s' if len(nb.cells) != 1 else ''} · saved automatically",
+        help=f"Saved in {rt.notebooks.path_for(collection)}",
+    )
+    with bar[1], st.container(horizontal=True, horizontal_alignment="right", gap="small"):
+        sig = rt.notebooks.signature(collection)
+        cached = ss.get("nb_exports")
+        if not cached or cached[0] != (collection, sig, len(nb.cells)):
+            cached = ((collection, sig, len(nb.cells)), {"md": export_markdown(nb), "html": export_html(nb), "json": export_json(nb)})
+            ss["nb_exports"] = cached
+        exports = cached[1]
+        has_cells = any(c.current is not None for c in nb.cells)
+        st.download_button("Markdown", data=exports["md"], file_name=export_filename(collection, "md"), mime="text/markdown",
+                           icon=":material/download:", on_click="ignore", disabled=not has_cells, key="dl_md")
+        st.download_button("HTML", data=exports["html"], file_name=export_filename(collection, "html"), mime="text/html",
+                           icon=":material/download:", on_click="ignore", disabled=not has_cells, key="dl_html")
+        st.download_button("JSON", data=exports["json"], file_name=export_filename(collection, "json"), mime="application/json",
+                           icon=":material/download:", on_click="ignore", disabled=not has_cells, key="dl_json")
+        with st.popover("Clear", icon=":material/delete_sweep:", disabled=not nb.cells):
+            st.write("Delete every cell of this notebook? This cannot be undone; export first if you need them.")
+            if st.button("Delete all cells", type="primary", key="nb_clear"):
+                try:
+                    state.remember_notebook(rt, rt.notebooks.clear(collection))
+                except Exception as exc:  # noqa: BLE001
+                    state.show_error(exc, "Clearing the notebook")
+                st.rerun()

@@ -1,0 +1,340 @@
+"""Retrieval lab: every candidate with its scores, live top-K / threshold, A/B, and the probe."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from ragcore.pipeline import Engine
+from ragcore.types import Candidate, RetrievalResult
+from ui import state
+from ui.probe import probe
+from ui.render import fmt_score, md_escape, md_inline, viewer_params, viewer_url
+
+rt = state.page_init()
+ss = st.session_state
+collection: str = ss["cfg_collection"]
+info = rt.info(collection)
+
+st.markdown("## Retrieval lab")
+if info is None:
+    st.info(f"The collection '{md_inline(collection)}' does not exist yet. Ingest documents first.", icon=":material/info:")
+    st.page_link("pages/library.py", label="Open the Library", icon=":material/library_books:")
+    st.stop()
+
+base = state.base_settings()
+ss.setdefault("lab_question", "")
+ss.setdefault("lab_fusion", base.fusion)
+ss.setdefault("lab_rrf_k", int(base.rrf_k))
+ss.setdefault("lab_dense_weight", float(base.dense_weight))
+ss.setdefault("lab_candidates", int(base.candidates))
+ss.setdefault("lab_dedupe", bool(base.dedupe))
+ss.setdefault("lab_queries", 0)
+
+# ---------------------------------------------------------------- query row
+row = st.columns([0.6, 0.4], vertical_alignment="bottom")
+with row[0]:
+    question = state.bound(st.text_input, "Question", "lab_question", key="lab_q",
+                           placeholder="e.g. What does the threshold apply to?")
+with row[1]:
+    state.retrieval_mode_control("lab_mode", label="Retrieval mode")
+
+cuts = st.columns([0.32, 0.32, 0.36], vertical_alignment="bottom")
+with cuts[0]:
+    top_k = state.top_k_control("lab_top_k")
+with cuts[1]:
+    threshold = state.threshold_control("lab_threshold")
+with cuts[2], st.popover("Fusion, dedupe, pool", icon=":material/tune:", width="stretch"):
+    state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=["rrf", "weighted"], required=True,
+                help="rrf: Σ 1/(k + rank) over the branches; weighted: w·cosine + (1−w)·BM25/max.")
+    state.bound(st.number_input, "RRF k", "lab_rrf_k", key="lab_rrf_k_w", min_value=1, max_value=1000, step=10)
+    state.bound(st.slider, "Dense weight (weighted fusion)", "lab_dense_weight", key="lab_dw_w", min_value=0.0,
+                max_value=1.0, step=0.05)
+    state.bound(st.number_input, "Candidates per branch", "lab_candidates", key="lab_cand_w", min_value=5,
+                max_value=1000, step=5, help="The pool the sliders re-filter; changing it queries again.")
+    state.bound(st.toggle, "Dedupe (best chunk per section)", "lab_dedupe", key="lab_dedupe_w")
+
+ls = state.settings().with_(
+    fusion=ss["lab_fusion"], rrf_k=int(ss["lab_rrf_k"]), dense_weight=float(ss["lab_dense_weight"]),
+    candidates=int(ss["lab_candidates"]), dedupe=bool(ss["lab_dedupe"]),
+)
+
+
+def query_key(s, q: str) -> tuple:
+    return (collection, info.corpus_version, q.strip(), s.mode, s.fusion, s.rrf_k, s.dense_weight, s.candidates, s.path_filter)
+
+
+def retrieve(s, q: str) -> RetrievalResult | None:
+    try:
+        res = rt.engine.retrieve(q, settings=s, collection=collection)
+    except Exception as exc:  # noqa: BLE001
+        state.show_error(exc, "Retrieval")
+        return None
+    ss["lab_queries"] += 1
+    return res
+
+
+result: RetrievalResult | None = None
+if question.strip():
+    key = query_key(ls, question)
+    stored = ss.get("lab_result")
+    if stored is None or stored[0] != key:
+        fresh = retrieve(ls, question)
+        if fresh is not None:
+            ss["lab_result"] = (key, fresh)
+            stored = ss["lab_result"]
+    if stored is not None and stored[0] == key:
+        # moving top-K / threshold / dedupe re-applies the cuts to the stored pool: no new query
+        result = Engine.recut(stored[1], top_k=ls.top_k, threshold=ls.threshold, dedupe=ls.dedupe)
+        ss["lab_view"] = result
+else:
+    st.info("Type a question: the lab runs retrieval only (no answer) and shows every candidate with its scores.",
+            icon=":material/lightbulb:")
+
+
+def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
+    rows = []
+    n = 0
+    for c in res.candidates:
+        if c.kept:
+            n += 1
+        ch = c.chunk
+        rows.append({
+            "rank": c.rank, "kept": c.kept, "[n]": n if c.kept else None, "cut by": c.dropped_reason or "",
+            "locator": ch.locator.split("#")[0], "section": ch.section_label, "cosine": c.dense_score,
+            "dense rank": c.dense_rank, "BM25": c.sparse_score, "sparse rank": c.sparse_rank, "fused": c.fused_score,
+            "fused rank": c.fused_rank,
+            "open": viewer_url(ch.path, ch.start_line, ch.end_line, ch.page, collection),
+        })
+    return pd.DataFrame(rows)
+
+
+def column_config(res: RetrievalResult) -> dict:
+    fused_kind = "RRF" if ls.fusion == "rrf" else "weighted"
+    return {
+        "rank": st.column_config.NumberColumn("rank", width="small", help=f"Rank by the {res.rank_score_kind} score ({res.mode} mode)"),
+        "kept": st.column_config.CheckboxColumn("kept", width="small"),
+        "[n]": st.column_config.NumberColumn("[n]", width="small", help="Evidence number given to the composer"),
+        "cut by": st.column_config.TextColumn("cut by", width="small", help="threshold, dedupe or top_k"),
+        "locator": st.column_config.TextColumn("locator", width="large"),
+        "section": st.column_config.TextColumn("section", width="medium"),
+        "cosine": st.column_config.NumberColumn("cosine", format="%.3f", help="Dense score: cosine similarity of question and chunk (−1..1). The threshold applies to this."),
+        "dense rank": st.column_config.NumberColumn("dense rank", width="small"),
+        "BM25": st.column_config.NumberColumn("BM25", format="%.2f", help="Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
+        "sparse rank": st.column_config.NumberColumn("sparse rank", width="small"),
+        "fused": st.column_config.NumberColumn(f"fused ({fused_kind})", format="%.4f", help=f"{fused_kind} fusion score"),
+        "fused rank": st.column_config.NumberColumn("fused rank", width="small"),
+        "open": st.column_config.LinkColumn("source", display_text="open ↗", width=70, help="Open the lines in the source viewer"),
+    }
+
+
+def histogram(res: RetrievalResult, thr: float) -> alt.Chart:
+    df = pd.DataFrame([
+        {"cosine": c.dense_score, "status": "kept" if c.kept else ("cut: threshold" if c.dropped_reason == "threshold" else "cut: dedupe / top-K")}
+        for c in res.candidates if c.dense_score is not None
+    ])
+    colors = alt.Scale(domain=["kept", "cut: threshold", "cut: dedupe / top-K"], range=["#2da44e", "#d1242f", "#afb8c1"])
+    bars = alt.Chart(df).mark_bar(opacity=0.85).encode(
+        x=alt.X("cosine:Q", bin=alt.Bin(step=0.025), title="cosine similarity (question vs chunk)", scale=alt.Scale(domain=[min(-0.1, df["cosine"].min() if len(df) else 0), 1.0])),
+        y=alt.Y("count():Q", title="chunks", stack=True),
+        color=alt.Color("status:N", scale=colors, legend=alt.Legend(orient="top", title=None)),
+        tooltip=["status:N", "count():Q"],
+    )
+    rule = alt.Chart(pd.DataFrame({"threshold": [thr]})).mark_rule(color="#d1242f", strokeDash=[5, 3], size=2).encode(
+        x="threshold:Q", tooltip=[alt.Tooltip("threshold:Q", format=".2f")])
+    label = alt.Chart(pd.DataFrame({"threshold": [thr], "y": [0], "text": [f"threshold {thr:.2f}"]})).mark_text(
+        align="left", dx=4, dy=-6, color="#d1242f", fontSize=11).encode(x="threshold:Q", y=alt.value(10), text="text:N")
+    return (bars + rule + label).properties(height=190)
+
+
+tab_ev, tab_ab, tab_probe = st.tabs(["Evidence", "A/B comparison", "Why not retrieved?"])
+
+# ---------------------------------------------------------------- evidence table + histogram
+with tab_ev:
+    if result is not None:
+        cut = {r: sum(1 for c in result.candidates if c.dropped_reason == r) for r in ("threshold", "dedupe", "top_k")}
+        lat = sum(v for k, v in result.latency_ms.items())
+        m = st.columns(6)
+        m[0].metric("Candidates", len(result.candidates))
+        m[1].metric("Kept", len(result.kept))
+        m[2].metric("Cut: threshold", cut["threshold"])
+        m[3].metric("Cut: dedupe", cut["dedupe"])
+        m[4].metric("Cut: top-K", cut["top_k"])
+        m[5].metric("Retrieval", f"{lat:.0f} ms", help=", ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items()))
+        st.caption(
+            f"Ranked by **{result.rank_score_kind}** ({result.mode} mode). The threshold applies to the cosine score in every mode. "
+            f"Moving top-K, the threshold or dedupe re-filters these {len(result.candidates)} candidates without querying again."
+        )
+        if result.candidates:
+            st.altair_chart(histogram(result, ls.threshold), width="stretch")
+            df = candidates_frame(result)
+            ints = ["rank", "[n]", "dense rank", "sparse rank", "fused rank"]
+            styled = (
+                df.style.apply(lambda r: ["color: #8c959f" if not r["kept"] else "" for _ in r], axis=1)
+                .format({**{c: "{:.0f}" for c in ints}, "cosine": "{:.3f}", "BM25": "{:.2f}", "fused": "{:.4f}"}, na_rep="–")
+            )
+            event = st.dataframe(
+                styled, hide_index=True, width="stretch",
+                column_order=["rank", "kept", "[n]", "cut by", "locator", "open", "section", "cosine", "dense rank", "BM25",
+                              "sparse rank", "fused", "fused rank"], height=min(38 + 35 * len(df), 460), column_config=column_config(result),
+                on_select="rerun", selection_mode="single-row", key="lab_table",
+            )
+            rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+            if rows and rows[0] < len(result.candidates):
+                c: Candidate = result.candidates[rows[0]]
+                with st.container(border=True):
+                    st.markdown(f"**Rank {c.rank}** · {md_inline(c.chunk.locator)}" + (f" · {md_inline(c.chunk.section_label)}" if c.chunk.section else ""))
+                    st.code(c.chunk.text, language=None, wrap_lines=True)
+                    st.page_link("pages/library.py", label="Open these lines in the source viewer", icon=":material/open_in_new:",
+                                 query_params=viewer_params(c.chunk.path, c.chunk.start_line, c.chunk.end_line, c.chunk.page, collection))
+            else:
+                st.caption("Select a row to read the chunk's full text.")
+        else:
+            st.warning("No candidates: nothing in the collection matches this question in this mode.")
+
+# ---------------------------------------------------------------- A/B
+SIDE_PARAMS = ("mode", "fusion", "top_k", "threshold", "dedupe", "rrf_k", "dense_weight")
+
+
+def side_defaults(side: str) -> dict:
+    s = ls
+    mode = s.mode if side == "A" else ("dense" if s.mode != "dense" else "hybrid")
+    return {"mode": mode, "fusion": s.fusion, "top_k": s.top_k, "threshold": float(s.threshold), "dedupe": s.dedupe,
+            "rrf_k": s.rrf_k, "dense_weight": float(s.dense_weight)}
+
+
+def side_config(side: str) -> None:
+    for k, v in side_defaults(side).items():
+        ss.setdefault(f"ab_{side}_{k}", v)
+    st.markdown(f"**Configuration {side}**")
+    c = st.columns(2)
+    with c[0]:
+        state.bound(st.selectbox, "Mode", f"ab_{side}_mode", key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
+        state.bound(st.number_input, "Top-K", f"ab_{side}_top_k", key=f"ab_{side}_top_k_w", min_value=1, max_value=100, step=1)
+        state.bound(st.toggle, "Dedupe", f"ab_{side}_dedupe", key=f"ab_{side}_dedupe_w")
+    with c[1]:
+        state.bound(st.selectbox, "Fusion", f"ab_{side}_fusion", key=f"ab_{side}_fusion_w", options=["rrf", "weighted"])
+        state.bound(st.number_input, "Threshold (cosine)", f"ab_{side}_threshold", key=f"ab_{side}_thr_w", min_value=0.0,
+                    max_value=1.0, step=0.05, format="%.2f")
+        if ss[f"ab_{side}_fusion"] == "weighted":
+            state.bound(st.number_input, "Dense weight", f"ab_{side}_dense_weight", key=f"ab_{side}_dw_w", min_value=0.0, max_value=1.0, step=0.1)
+        else:
+            state.bound(st.number_input, "RRF k", f"ab_{side}_rrf_k", key=f"ab_{side}_rrf_w", min_value=1, max_value=1000, step=10)
+
+
+def side_result(side: str) -> RetrievalResult | None:
+    p = {k: ss[f"ab_{side}_{k}"] for k in SIDE_PARAMS}
+    s = ls.with_(mode=p["mode"], fusion=p["fusion"], rrf_k=int(p["rrf_k"]), dense_weight=float(p["dense_weight"]),
+                 top_k=int(p["top_k"]), threshold=float(p["threshold"]), dedupe=bool(p["dedupe"]))
+    key = query_key(s, question)
+    stored = ss.get(f"ab_result_{side}")
+    if stored is None or stored[0] != key:
+        res = retrieve(s, question)
+        if res is None:
+            return None
+        ss[f"ab_result_{side}"] = (key, res)
+        stored = ss[f"ab_result_{side}"]
+    return Engine.recut(stored[1], top_k=s.top_k, threshold=s.threshold, dedupe=s.dedupe)
+
+
+with tab_ab:
+    cfg = st.columns(2, gap="large")
+    with cfg[0], st.container(border=True):
+        side_config("A")
+    with cfg[1], st.container(border=True):
+        side_config("B")
+    if not question.strip():
+        st.caption("Type a question above to compare the two configurations.")
+    else:
+        ra, rb = side_result("A"), side_result("B")
+        if ra is not None and rb is not None:
+            ka = {c.chunk.chunk_id: (i, c) for i, c in enumerate(ra.kept, 1)}
+            kb = {c.chunk.chunk_id: (i, c) for i, c in enumerate(rb.kept, 1)}
+            both = ka.keys() & kb.keys()
+            only_a, only_b = ka.keys() - kb.keys(), kb.keys() - ka.keys()
+            moved = [cid for cid in both if ka[cid][0] != kb[cid][0]]
+            union = len(ka.keys() | kb.keys())
+            m = st.columns(5)
+            m[0].metric("Evidence A", len(ka))
+            m[1].metric("Evidence B", len(kb))
+            m[2].metric("Overlap", f"{len(both)}", help=f"Jaccard {len(both) / union:.2f}" if union else None)
+            m[3].metric("Added in B", len(only_b))
+            m[4].metric("Dropped in B", len(only_a))
+            rows = []
+            for cid in [*ka.keys(), *[c for c in kb.keys() if c not in ka]]:
+                a = ka.get(cid)
+                b = kb.get(cid)
+                chunk = (a or b)[1].chunk  # type: ignore[index]
+                if a and b:
+                    change = "same" if a[0] == b[0] else (f"moved up {a[0] - b[0]}" if b[0] < a[0] else f"moved down {b[0] - a[0]}")
+                else:
+                    change = "only in A (dropped by B)" if a else "only in B (added by B)"
+                rows.append({
+                    "change": change, "A [n]": a[0] if a else None, "B [n]": b[0] if b else None,
+                    "locator": chunk.locator.split("#")[0], "section": chunk.section_label,
+                    "cosine": (a or b)[1].dense_score,  # type: ignore[index]
+                    "A score": a[1].score_for(ra.rank_score_kind) if a else None,
+                    "B score": b[1].score_for(rb.rank_score_kind) if b else None,
+                })
+            st.caption(f"A ranks by **{ra.rank_score_kind}**, B by **{rb.rank_score_kind}**; {len(moved)} shared chunk(s) moved.")
+            if rows:
+                ab = pd.DataFrame(rows).astype({"A [n]": "Int64", "B [n]": "Int64"})
+                st.dataframe(
+                    ab, hide_index=True, width="stretch",
+                    column_config={
+                        "cosine": st.column_config.NumberColumn(format="%.3f"),
+                        "A score": st.column_config.NumberColumn(f"A score ({ra.rank_score_kind})", format="%.4f"),
+                        "B score": st.column_config.NumberColumn(f"B score ({rb.rank_score_kind})", format="%.4f"),
+                    },
+                )
+
+# ---------------------------------------------------------------- why not retrieved?
+with tab_probe:
+    st.caption("Name the file (and line) you expected, or paste a sentence from the passage; the probe finds its chunk and "
+               "tells you its scores and which setting cut it.")
+    kind = st.segmented_control("Expected passage", ["A file", "A pasted passage"], default="A file", key="probe_kind", required=True)
+    path = line = passage = None
+    if kind == "A file":
+        try:
+            docs = [p for p, _ in rt.engine.documents(collection)]
+        except Exception as exc:  # noqa: BLE001
+            state.show_error(exc, "Listing the documents")
+            docs = []
+        pc = st.columns([0.75, 0.25], vertical_alignment="bottom")
+        path = pc[0].selectbox("File", docs, key="probe_path", index=None, placeholder="Choose a file of the collection")
+        line = pc[1].number_input("Line (0 = any)", min_value=0, step=1, key="probe_line") or None
+    else:
+        passage = st.text_area("Passage", key="probe_passage", height=90, placeholder="Paste a sentence from the passage you expected")
+    go = st.button("Why not retrieved?", type="primary", key="probe_go", disabled=not question.strip(),
+                   help=None if question.strip() else "Type a question first")
+    if go:
+        if not (path or (passage and passage.strip())):
+            st.warning("Choose a file or paste a passage first.")
+        else:
+            try:
+                ss["lab_probe"] = probe(rt.engine, question, ls, collection=collection, path=path, line=line, passage=passage)
+            except Exception as exc:  # noqa: BLE001
+                state.show_error(exc, "The probe")
+    pr = ss.get("lab_probe")
+    if pr is not None:
+        show = {"kept": st.success, "no_match": st.warning, "not_in_collection": st.warning}.get(pr.verdict, st.warning)
+        label = {"kept": "retrieved", "top_k": "cut by top-K", "threshold": "cut by the threshold", "dedupe": "cut by dedupe",
+                 "filter": "filtered out", "not_candidate": "not a candidate", "not_in_pool": "not a candidate",
+                 "not_in_collection": "not in the collection", "no_match": "no matching chunk"}[pr.verdict]
+        show(f"**Verdict: {label}.** {md_escape(pr.message)}")
+        st.info(md_escape(pr.fix), icon=":material/build:")
+        if pr.chunk is not None and pr.verdict != "no_match":
+            details = {
+                "cosine": fmt_score(pr.cosine), "dense rank (all chunks)": pr.dense_rank or "–",
+                "BM25": fmt_score(pr.bm25, 2) if pr.bm25 else "0 (no shared terms)" if pr.big is not None else "–",
+                "sparse rank": pr.sparse_rank or "–",
+                "rank in your pool": pr.candidate.rank if pr.candidate else "not in the pool",
+                "fused rank": pr.candidate.fused_rank if pr.candidate and pr.candidate.fused_rank else "–",
+            }
+            if pr.match_score is not None:
+                details["passage match"] = "verbatim" if pr.match_score >= 0.999 else f"cosine {pr.match_score:.2f}"
+            st.dataframe(pd.DataFrame([{k: str(v) for k, v in details.items()}]), hide_index=True, width="stretch")
+            ch = pr.chunk
+            st.page_link("pages/library.py", label=f"Open {md_inline(ch.locator.split('#')[0])} in the source viewer",
+                         icon=":material/open_in_new:", query_params=viewer_params(ch.path, ch.start_line, ch.end_line, ch.page, collection))

@@ -1,0 +1,123 @@
+"""Settings: the LLM endpoint (key masked, never echoed), chunking, retrieval defaults, storage."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from ui import state
+from ui.render import md_escape, md_inline
+
+rt = state.page_init()
+ss = st.session_state
+base = state.base_settings()
+llm = base.llm
+
+st.markdown("## Settings")
+st.caption("Changes here apply to this browser session only. To keep them across restarts, set the matching "
+           "RAGCORE_* environment variables before `streamlit run app.py`.")
+
+if msg := ss.pop("set_saved", None):
+    st.success(msg, icon=":material/check_circle:")
+
+left, right = st.columns([0.55, 0.45], gap="large")
+
+# ---------------------------------------------------------------- LLM endpoint
+with left:
+    st.markdown("#### Language model endpoint")
+    gen = state.generator_name(state.settings())
+    st.markdown("Active generator: " + (f":green-badge[{md_inline(gen)}]" if llm.configured else ":gray-badge[extractive]")
+                + (" · :blue-badge[a key is set]" if llm.api_key else ""))
+    with st.form("llm_form", clear_on_submit=True, border=True):
+        base_url = st.text_input("Base URL", value=llm.base_url or "", placeholder="https://api.openai.com/v1  or  http://127.0.0.1:8000/v1",
+                                 help="OpenAI-compatible endpoint ending in /v1. Empty: OpenAI itself.")
+        model = st.text_input("Model", value=llm.model or "", placeholder="e.g. gpt-4o-mini, llama3.1 — empty: extractive composer",
+                              help="Setting a model turns the language model on.")
+        key = st.text_input("API key", value="", type="password", autocomplete="off",
+                            placeholder="a key is set — leave empty to keep it" if llm.api_key else "sk-…  (local servers accept any non-empty key)",
+                            help="Masked, never shown again and never written into notebooks or exports.")
+        c = st.columns(2)
+        api = c[0].radio("API", ["chat", "responses"], index=0 if llm.api == "chat" else 1, horizontal=True,
+                         help="Chat Completions (every server) or OpenAI's Responses API.")
+        forget = c[1].checkbox("Remove the saved key", value=False, disabled=not llm.api_key)
+        temperature = st.slider("Temperature", 0.0, 2.0, float(llm.temperature), 0.05)
+        c2 = st.columns(2)
+        max_out = c2[0].number_input("Max output tokens", 16, 32768, int(llm.max_output_tokens), 16)
+        timeout = c2[1].number_input("Timeout (s)", 1.0, 600.0, float(llm.timeout_s), 1.0)
+        saved = st.form_submit_button("Save endpoint", type="primary", icon=":material/save:")
+    if saved:
+        new_key = key.strip() or (None if forget else llm.api_key)
+        new = replace(llm, base_url=base_url.strip() or None, model=model.strip() or None, api=api, api_key=new_key,
+                      temperature=float(temperature), max_output_tokens=int(max_out), timeout_s=float(timeout))
+        state.set_base_settings(base.with_(llm=new))
+        parts = [f"Saved for this session: generator **{md_inline(state.generator_name(base.with_(llm=new)))}**"]
+        parts.append("a key is set" if new.api_key else "no key is set")
+        ss["set_saved"] = " · ".join(parts) + "."
+        ss.pop("set_check", None)
+        st.rerun()
+
+    bc = st.columns([0.4, 0.6], vertical_alignment="center")
+    test = bc[0].button("Test connection", icon=":material/network_check:", key="set_test")
+    if llm.configured and bc[1].button("Switch back to extractive", key="set_extractive", type="tertiary"):
+        state.set_base_settings(base.with_(llm=replace(llm, model=None)))
+        ss["set_saved"] = "Switched to the extractive composer for this session (the endpoint and key are kept)."
+        st.rerun()
+    if test:
+        with st.spinner("Contacting the endpoint…"):
+            try:
+                from ragcore.synthesis.openai_generator import OpenAIGenerator
+
+                ok, message = OpenAIGenerator(llm).check_connection()
+            except Exception as exc:  # noqa: BLE001
+                ok, message = False, state.friendly(exc, "The connection test")
+        ss["set_check"] = (ok, message)
+    if check := ss.get("set_check"):
+        ok, message = check
+        (st.success if ok else st.error)(md_escape(message), icon=":material/check_circle:" if ok else ":material/error:")
+
+# ---------------------------------------------------------------- chunking, retrieval, storage
+with right:
+    st.markdown("#### Chunking")
+    with st.form("chunk_form", border=True):
+        c = st.columns(2)
+        size = c[0].number_input("Chunk size (words)", 20, 2000, int(base.chunk_size), 10)
+        overlap = c[1].number_input("Overlap (words)", 0, 1000, int(base.chunk_overlap), 5)
+        st.caption("Applies to the next ingest started from the Library page. Incremental ingest skips unchanged files, "
+                   "so to re-chunk an existing collection tick *Rebuild from scratch* there, or ingest into a new collection.")
+        if st.form_submit_button("Save chunking", icon=":material/save:"):
+            if overlap >= size:
+                st.error("The overlap must be smaller than the chunk size.")
+            else:
+                state.set_base_settings(state.base_settings().with_(chunk_size=int(size), chunk_overlap=int(overlap)))
+                ss["set_saved"] = f"Chunking saved for this session: {int(size)} words, {int(overlap)} overlap."
+                st.rerun()
+
+    st.markdown("#### Answering and retrieval defaults")
+    with st.form("retr_form", border=True):
+        c = st.columns(2)
+        fusion = c[0].selectbox("Fusion", ["rrf", "weighted"], index=0 if base.fusion == "rrf" else 1)
+        cand = c[1].number_input("Candidates per branch", 5, 1000, int(base.candidates), 5)
+        rrf_k = c[0].number_input("RRF k", 1, 1000, int(base.rrf_k), 10)
+        dw = c[1].number_input("Dense weight (weighted)", 0.0, 1.0, float(base.dense_weight), 0.05)
+        bar = c[0].number_input("Abstain bar", 0.0, 1.0, float(base.abstain_bar), 0.05,
+                                help="Best support below this: the answer abstains.")
+        max_s = c[1].number_input("Max answer sentences", 1, 20, int(base.max_answer_sentences), 1)
+        dedupe = st.toggle("Dedupe (best chunk per section)", value=bool(base.dedupe))
+        st.caption("Top-K, the threshold and the retrieval mode are in the sidebar.")
+        if st.form_submit_button("Save defaults", icon=":material/save:"):
+            state.set_base_settings(state.base_settings().with_(
+                fusion=fusion, candidates=int(cand), rrf_k=int(rrf_k), dense_weight=float(dw), abstain_bar=float(bar),
+                max_answer_sentences=int(max_s), dedupe=bool(dedupe)))
+            for k in ("lab_fusion", "lab_rrf_k", "lab_dense_weight", "lab_candidates", "lab_dedupe"):
+                ss.pop(k, None)
+            ss["set_saved"] = "Answering and retrieval defaults saved for this session."
+            st.rerun()
+
+    st.markdown("#### Storage")
+    st.caption("Data directory (embedded Qdrant in `qdrant/`, notebooks in `notebooks/`)")
+    st.code(str(rt.settings.data_dir), language=None)
+    if rt.settings.qdrant_url:
+        st.caption(f"Collections live on the Qdrant server {md_inline(rt.settings.qdrant_url)}.")
+    st.caption("Changing the data directory needs a restart: stop the app, set `RAGCORE_DATA_DIR=/new/folder` "
+               "(or `RAGCORE_QDRANT_URL` for a server) and start it again. The running app keeps the embedded store open.")

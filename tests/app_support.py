@@ -1,0 +1,120 @@
+"""Shared set-up for the AppTest suites (tests/test_app_*.py).
+
+The real Engine (embedded Qdrant in a temp folder, the real ONNX model) is created once per
+test process through the app's own ``st.cache_resource`` and the demo corpus (docs/) is
+ingested once into the collection "guide"; every app test points RAGCORE_DATA_DIR at that
+folder. Notebooks are wiped before each test.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_lock = threading.Lock()
+_shared: dict[str, Any] = {}
+QUESTION = "What does the threshold apply to?"
+
+
+def shared_data_dir() -> Path:
+    """A temp data dir with 'guide' ingested — once per process."""
+    with _lock:
+        if "dir" not in _shared:
+            d = Path(tempfile.mkdtemp(prefix="ragcore-apptest-"))
+            atexit.register(shutil.rmtree, d, ignore_errors=True)
+            from ragcore.bootstrap import ensure_demo_collection
+            from ui.state import get_runtime
+
+            rt = get_runtime(str(d), None)
+            report = ensure_demo_collection(rt.engine)
+            assert report is not None and report.chunks_written > 100
+            rt.engine.encoder.encode(["warm up"])
+            _shared["dir"] = d
+            _shared["runtime"] = rt
+        return _shared["dir"]
+
+
+def shared_runtime():
+    shared_data_dir()
+    return _shared["runtime"]
+
+
+@pytest.fixture
+def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    d = shared_data_dir()
+    for var in ("RAGCORE_QDRANT_URL", "RAGCORE_LLM_MODEL", "RAGCORE_COLLECTION", "RAGCORE_TOP_K", "RAGCORE_THRESHOLD",
+                "RAGCORE_MODE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(d))
+    monkeypatch.setenv("RAGCORE_APP_WARMUP", "0")  # keep the two cores for the tests
+
+    # AppTest resets PagesManager.uses_pages_directory before every run, so with a pages/
+    # folder next to app.py it would take Streamlit's pages/-folder path and run a switched-to
+    # page without app.py. A live server flips the flag to False for good as soon as app.py
+    # calls st.navigation; do the same here.
+    from streamlit.runtime.pages_manager import PagesManager
+
+    orig_init = PagesManager.__init__
+
+    def init(self, *a: Any, **k: Any) -> None:
+        orig_init(self, *a, **k)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    shutil.rmtree(d / "notebooks", ignore_errors=True)
+    yield d
+    shutil.rmtree(d / "notebooks", ignore_errors=True)
+
+
+def new_app(timeout: float = 120):
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(APP, default_timeout=timeout)
+
+
+def started(page: str | None = None, **session: Any):
+    """A fresh AppTest, run once (and switched to ``page`` when given)."""
+    at = new_app()
+    for k, v in session.items():
+        at.session_state[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if page:
+        at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def markdown_text(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def captions(at) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def page_links(at) -> list[Any]:
+    return [e for e in at.get("page_link")]
+
+
+def ask(at, question: str = QUESTION):
+    at.chat_input[0].set_value(question).run()
+    ok(at)
+    return at

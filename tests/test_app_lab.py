@@ -1,0 +1,121 @@
+"""AppTest: the Retrieval lab — evidence table, live re-cuts without re-query, histogram, A/B, probe."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app_support import QUESTION, app_env, markdown_text, ok, started  # noqa: F401
+
+pytestmark = pytest.mark.slow
+LAB = "pages/retrieval_lab.py"
+
+
+def _lab(question: str = QUESTION):
+    at = started(LAB)
+    at.text_input(key="lab_q").set_value(question).run()
+    ok(at)
+    return at
+
+
+def _table(at):
+    return next(d.value for d in at.dataframe if "cut by" in d.value.columns)
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
+    at = _lab()
+    queries = at.session_state["lab_queries"]
+    df = _table(at)
+    for col in ("rank", "kept", "[n]", "cut by", "locator", "section", "cosine", "dense rank", "BM25", "sparse rank",
+                "fused", "fused rank", "open"):
+        assert col in df.columns, col
+    assert df["kept"].sum() == 6 and set(df.loc[~df["kept"], "cut by"]) <= {"top_k", "dedupe", "threshold"}
+    assert df["open"].iloc[0].startswith("library?path=") and "&lines=" in df["open"].iloc[0]
+    assert df["cosine"].between(-1, 1).all()
+    assert any(c.proto.spec and "threshold" in c.proto.spec for c in at.get("vega_lite_chart")), "histogram with the threshold rule"
+    n_candidates = len(df)
+
+    # threshold: rows switch to cut with reason "threshold" — same pool, no new query
+    at.slider(key="lab_threshold").set_value(0.4).run()
+    ok(at)
+    df2 = _table(at)
+    assert len(df2) == n_candidates
+    assert (df2["cut by"] == "threshold").sum() > 0
+    assert (df2.loc[df2["cosine"] < 0.4, "cut by"] == "threshold").all()
+    assert not df2.loc[df2["kept"], "cosine"].lt(0.4).any()
+    assert at.session_state["lab_queries"] == queries
+    assert _metrics(at)["Cut: threshold"] == str((df2["cut by"] == "threshold").sum())
+    assert at.slider(key="sb_threshold").value == pytest.approx(0.4)  # the sidebar follows
+
+    # top-K: rows past the new K switch to cut with reason top_k — still no new query
+    at.slider(key="lab_threshold").set_value(0.0).run()
+    at.slider(key="lab_top_k").set_value(2).run()
+    ok(at)
+    df3 = _table(at)
+    assert df3["kept"].sum() == 2 and list(df3.loc[df3["kept"], "[n]"]) == [1, 2]
+    assert at.session_state["lab_queries"] == queries
+
+    # a different mode is a different ranking: that one queries again
+    at.button_group(key="lab_mode").set_value("dense").run()
+    ok(at)
+    assert at.session_state["lab_queries"] > queries
+    df4 = _table(at)
+    assert list(df4["dense rank"].head(5)) == [1, 2, 3, 4, 5]
+
+
+def test_selecting_a_row_shows_the_chunk_text(app_env):
+    at = _lab()
+    # AppTest cannot click a dataframe row; set the selection state the frontend would send
+    at.session_state["lab_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    ok(at)
+    assert at.code and "threshold" in at.code[0].value.lower()
+
+
+def test_ab_comparison_shows_overlap_added_dropped_moved(app_env):
+    at = _lab()
+    m = _metrics(at)
+    assert {"Evidence A", "Evidence B", "Overlap", "Added in B", "Dropped in B"} <= set(m)
+    ab = next(d.value for d in at.dataframe if "change" in d.value.columns and "A [n]" in d.value.columns)
+    assert int(m["Evidence A"]) == ab["A [n]"].notna().sum()
+    kinds = " ".join(ab["change"])
+    assert "same" in kinds or "moved" in kinds
+    # B: top-K 12 against A's 6 → B adds chunks, drops none
+    at.number_input(key="ab_B_top_k_w").set_value(12).run()
+    at.selectbox(key="ab_B_mode_w").set_value("hybrid").run()
+    ok(at)
+    m = _metrics(at)
+    assert m["Evidence B"] == "12" and m["Dropped in B"] == "0" and m["Added in B"] == "6"
+
+
+def test_probe_explains_why_a_chunk_was_not_retrieved(app_env):
+    at = _lab()
+    at.selectbox(key="probe_path").set_value("16-security.md").run()
+    at.button(key="probe_go").click().run()
+    ok(at)
+    verdict = " ".join(w.value for w in at.warning)
+    assert "Verdict" in verdict and ("top\\-K" in verdict or "not a candidate" in verdict or "threshold" in verdict)
+    assert any("RAGCORE" in i.value for i in at.info)
+    details = next(d.value for d in at.dataframe if "cosine" in d.value.columns and "dense rank (all chunks)" in d.value.columns)
+    assert float(details["cosine"].iloc[0]) < 0.5
+    # a file that answers the question is kept
+    at.selectbox(key="probe_path").set_value("05-scores-top-k-and-threshold.md").run()
+    at.button(key="probe_go").click().run()
+    assert any("retrieved" in s.value for s in at.success)
+    # a pasted passage is found verbatim, then judged with the threshold the analyst set
+    at.slider(key="lab_threshold").set_value(0.9).run()
+    at.segmented_control(key="probe_kind").set_value("A pasted passage").run()
+    at.text_area(key="probe_passage").set_value("The threshold defaults to 0.0, which cuts nothing.").run()
+    at.button(key="probe_go").click().run()
+    ok(at)
+    assert any("cut by the threshold" in w.value for w in at.warning), [w.value for w in at.warning]
+    details = next(d.value for d in at.dataframe if "passage match" in d.value.columns)
+    assert details["passage match"].iloc[0] == "verbatim"
+    # something the collection does not have
+    at.text_area(key="probe_passage").set_value("Zebras migrate across the Serengeti every year in search of grass.").run()
+    at.button(key="probe_go").click().run()
+    assert any("no matching chunk" in w.value for w in at.warning)
+    assert "Verdict" in markdown_text(at) or at.warning

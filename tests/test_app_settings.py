@@ -1,0 +1,98 @@
+"""AppTest: the Settings page — LLM endpoint (key never echoed), test connection, chunking, storage;
+and answering through a real OpenAI-protocol server on 127.0.0.1 once an endpoint is saved."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.app_support import app_env, ask, ok, started  # noqa: F401
+from tests.openai_server import Text, unused_port
+
+pytestmark = pytest.mark.slow
+SETTINGS = "pages/settings.py"
+SECRET = "sk-test-very-secret-key-123"
+
+
+def _by_label(widgets, label):
+    return next(w for w in widgets if w.label == label)
+
+
+def _every_text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success] + \
+        [e.value for e in at.error] + [i.value for i in at.info] + [c.value for c in at.code] + \
+        [str(w.value) for w in at.text_input] + [w.placeholder for w in at.text_input]
+    return "\n".join(parts)
+
+
+def _save_endpoint(at, base_url: str, model: str, key: str | None = SECRET):
+    _by_label(at.text_input, "Base URL").set_value(base_url)
+    _by_label(at.text_input, "Model").set_value(model)
+    if key is not None:
+        _by_label(at.text_input, "API key").set_value(key)
+    next(b for b in at.button if b.label == "Save endpoint").click().run()
+    ok(at)
+
+
+def test_endpoint_key_is_masked_and_never_echoed(app_env, openai_server):
+    at = started(SETTINGS)
+    assert "extractive" in "\n".join(m.value for m in at.markdown)
+    assert _by_label(at.text_input, "API key").proto.type == 1  # PASSWORD
+    _save_endpoint(at, openai_server.base_url, "test-model")
+    text = _every_text(at)
+    assert SECRET not in text
+    assert "a key is set" in text
+    assert "openai\\-chat\\:test\\-model" in text  # the active generator, in the sidebar too
+    assert _by_label(at.text_input, "API key").value == ""
+    # test connection: a real HTTP round trip to the scripted server
+    at.button(key="set_test").click().run()
+    ok(at)
+    assert any("Connected to" in s.value for s in at.success), [s.value for s in at.success]
+    assert SECRET not in _every_text(at)
+    # saving again without typing a key keeps it
+    _save_endpoint(at, openai_server.base_url, "test-model", key=None)
+    assert at.session_state["rc_base"].llm.api_key == SECRET
+    assert openai_server.requests and all(r.has_auth for r in openai_server.requests)
+
+
+def test_connection_failure_is_a_clear_error(app_env):
+    at = started(SETTINGS)
+    _save_endpoint(at, f"http://127.0.0.1:{unused_port()}/v1", "nothing-here")
+    at.button(key="set_test").click().run()
+    assert not at.exception
+    assert at.error and all("Traceback" not in e.value for e in at.error)
+    assert any("127" in e.value or "connect" in e.value.lower() for e in at.error), [e.value for e in at.error]
+
+
+def test_answers_come_from_the_configured_model_and_exports_keep_no_key(app_env, openai_server):
+    openai_server.script([Text(["The threshold applies to the cosine similarity ", "between the question and the chunk [1]."])])
+    at = started(SETTINGS)
+    _save_endpoint(at, openai_server.base_url, "test-model")
+    at.switch_page("pages/notebook.py").run()
+    ask(at)
+    cell = json.loads((app_env / "notebooks" / "guide.json").read_text())["cells"][-1]
+    ans = cell["runs"][-1]["answer"]
+    assert ans["metadata"]["generator"].startswith("openai-chat:test-model")
+    assert "cosine similarity" in ans["answer"] and ans["citations"]
+    assert ans["metadata"]["config"]["llm"]["api_key"] == "set"
+    raw = (app_env / "notebooks" / "guide.json").read_text()
+    assert SECRET not in raw
+    caps = "\n".join(c.value for c in at.caption)
+    assert "generator **openai\\-chat\\:test\\-model**" in caps and "API key **set**" in caps
+
+
+def test_chunking_and_storage(app_env):
+    at = started(SETTINGS)
+    _by_label(at.number_input, "Chunk size (words)").set_value(120)
+    _by_label(at.number_input, "Overlap (words)").set_value(20)
+    next(b for b in at.button if b.label == "Save chunking").click().run()
+    ok(at)
+    s = at.session_state["rc_base"]
+    assert (s.chunk_size, s.chunk_overlap) == (120, 20)
+    assert any("120 words" in x.value for x in at.success)
+    assert any(str(app_env) in c.value for c in at.code)
+    assert "needs a restart" in "\n".join(c.value for c in at.caption)
+    # the Library's ingest uses the session's chunking
+    at.switch_page("pages/library.py").run()
+    assert "120 words per chunk, 20 words overlap" in "\n".join(c.value for c in at.caption)

@@ -1,0 +1,173 @@
+"""The "why not retrieved?" probe, on top of the Engine's public API (pure Python, no Streamlit).
+
+Given a question, the analyst's settings and an expected passage (a file, optionally a line,
+or a pasted sentence), find the chunk that holds the passage and explain its fate:
+
+1. retrieve with the analyst's settings (the real pool and cuts);
+2. retrieve again with a large candidate pool (``candidates=1000``, no path filter) to learn the
+   chunk's cosine, BM25 and ranks even when the real pool never saw it;
+3. verdict: kept, or cut by threshold / dedupe / top_k / filter, or not a candidate, or not even
+   in the large pool (then its cosine is computed directly), or not in the collection.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ragcore.config import Settings
+from ragcore.pipeline import Engine
+from ragcore.store import embed_text
+from ragcore.types import Candidate, Chunk, RetrievalResult
+
+Verdict = Literal[
+    "kept", "threshold", "dedupe", "top_k", "filter", "not_candidate", "not_in_pool", "not_in_collection", "no_match",
+]
+BIG_POOL = 1000
+
+FIXES: dict[str, str] = {
+    "kept": "Nothing to fix: the chunk is in the evidence.",
+    "threshold": "Lower the threshold (RAGCORE_THRESHOLD, or the sidebar slider).",
+    "dedupe": "Another chunk of the same section ranked higher and was kept instead. Read it; if you need both, turn dedupe off (RAGCORE_DEDUPE=false).",
+    "top_k": "The chunk ranked just below the cut. Raise top-K (RAGCORE_TOP_K, or the sidebar slider).",
+    "filter": "The chunk's path does not match the path filter (RAGCORE_PATH_FILTER).",
+    "not_candidate": "Neither branch ranked the chunk among its first candidates. Rephrase the question with the document's own words, try sparse mode for exact identifiers, or raise RAGCORE_CANDIDATES.",
+    "not_in_pool": "The chunk is far from the question. Rephrase the question with the document's own words, or try sparse mode for exact identifiers.",
+    "not_in_collection": "The file was not ingested or failed to ingest. Check the ingest report on the Library page.",
+    "no_match": "No chunk of the collection contains this passage. Check the spelling, paste a longer passage, or check that the file was ingested.",
+}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    verdict: Verdict
+    message: str
+    fix: str
+    chunk: Chunk | None = None
+    candidate: Candidate | None = None  # in the analyst's pool, when it is there
+    big: Candidate | None = None  # in the large pool, when it is there
+    cosine: float | None = None
+    bm25: float | None = None
+    dense_rank: int | None = None  # among all chunks (large pool)
+    sparse_rank: int | None = None
+    pool_size: int = 0
+    competitor: Candidate | None = None  # dedupe: the chunk kept instead
+    match_score: float | None = None  # passage probes: how well the chunk matches the passage
+    evidence_n: int | None = None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip().lower()
+
+
+def find_passage(engine: Engine, passage: str, settings: Settings, collection: str) -> tuple[Chunk | None, float | None]:
+    """The stored chunk best matching a pasted passage: verbatim first, else nearest by cosine."""
+    s = settings.with_(mode="dense", top_k=10, threshold=-1.0, candidates=10, dedupe=False, path_filter=None)
+    res = engine.retrieve(passage, settings=s, collection=collection)
+    if not res.candidates:
+        return None, None
+    needle = _norm(passage)
+    for c in res.candidates:
+        if needle and needle in _norm(c.chunk.text):
+            return c.chunk, 1.0
+    best = res.candidates[0]
+    return best.chunk, best.dense_score
+
+
+def _cosine(engine: Engine, question: str, chunk: Chunk) -> float:
+    v = engine.encoder.encode([question, embed_text(chunk)])
+    return float(np.dot(v[0], v[1]))
+
+
+def probe(
+    engine: Engine, question: str, settings: Settings, *, collection: str | None = None,
+    path: str | None = None, line: int | None = None, passage: str | None = None,
+) -> ProbeResult:
+    name = collection or settings.collection
+    match_score = None
+    # ---- which chunk is the analyst asking about?
+    target: Chunk | None = None
+    file_chunks: list[Chunk] = []
+    if passage and passage.strip():
+        target, match_score = find_passage(engine, passage, settings, name)
+        if target is None or (match_score is not None and match_score < 0.5):
+            near = f" The closest chunk is {target.locator} (cosine {match_score:.2f} to the passage)." if target else ""
+            return ProbeResult("no_match", "No chunk matches the pasted passage closely." + near, FIXES["no_match"],
+                               chunk=target, match_score=match_score)
+    elif path:
+        file_chunks = engine.document_chunks(path, collection=name)
+        if not file_chunks:
+            return ProbeResult("not_in_collection", f"{path} is not in the collection '{name}'.", FIXES["not_in_collection"])
+        if line:
+            holding = [c for c in file_chunks if c.start_line <= line <= c.end_line]
+            if not holding:  # a blank or heading line between chunks: take the nearest chunk
+                dist = lambda c: min(abs(c.start_line - line), abs(c.end_line - line))  # noqa: E731
+                nearest = min(dist(c) for c in file_chunks)
+                holding = [c for c in file_chunks if dist(c) == nearest]
+            file_chunks = holding
+    else:
+        raise ValueError("name a file or paste a passage")
+
+    real: RetrievalResult = engine.retrieve(question, settings=settings, collection=name)
+    big_settings = settings.with_(mode="hybrid", candidates=max(BIG_POOL, settings.candidates), path_filter=None)
+    big: RetrievalResult = engine.retrieve(question, settings=big_settings, collection=name)
+    big_by_id = {c.chunk.chunk_id: c for c in big.candidates}
+    dense_order = sorted((c for c in big.candidates if c.dense_score is not None), key=lambda c: -(c.dense_score or 0))
+    dense_rank = {c.chunk.chunk_id: i for i, c in enumerate(dense_order, 1)}
+    sparse_order = sorted((c for c in big.candidates if (c.sparse_score or 0) > 0), key=lambda c: -(c.sparse_score or 0))
+    sparse_rank = {c.chunk.chunk_id: i for i, c in enumerate(sparse_order, 1)}
+    real_by_id = {c.chunk.chunk_id: c for c in real.candidates}
+
+    if target is None:  # a file: its best-placed chunk (in the real pool first, else the big pool)
+        def place(c: Chunk) -> tuple[int, int]:
+            r = real_by_id.get(c.chunk_id)
+            b = big_by_id.get(c.chunk_id)
+            return (r.rank if r else 10**6, dense_rank.get(c.chunk_id, 10**6) if b else 10**7)
+
+        target = min(file_chunks, key=place)
+
+    cid = target.chunk_id
+    b = big_by_id.get(cid)
+    cand = real_by_id.get(cid)
+    cos = b.dense_score if b else _cosine(engine, question, target)
+    bm25 = b.sparse_score if b else None
+    common = dict(
+        chunk=target, candidate=cand, big=b, cosine=cos, bm25=bm25, dense_rank=dense_rank.get(cid),
+        sparse_rank=sparse_rank.get(cid), pool_size=len(real.candidates), match_score=match_score,
+    )
+    loc = target.locator
+    if cand is not None:
+        if cand.kept:
+            n = 1 + sum(1 for c in real.candidates if c.kept and c.rank < cand.rank)
+            return ProbeResult("kept", f"{loc} was retrieved: rank {cand.rank}, kept as evidence [{n}].", FIXES["kept"],
+                               evidence_n=n, **common)  # type: ignore[arg-type]
+        reason = cand.dropped_reason or "top_k"
+        if reason == "threshold":
+            msg = f"{loc} ranked {cand.rank} but its cosine {cos:.3f} is below the threshold {settings.threshold:.2f}."
+            return ProbeResult("threshold", msg, FIXES["threshold"], **common)  # type: ignore[arg-type]
+        if reason == "dedupe":
+            key = (target.path, target.section, target.page)
+            winner = next((c for c in real.candidates if c.kept and (c.chunk.path, c.chunk.section, c.chunk.page) == key), None)
+            msg = f"{loc} ranked {cand.rank}, but {winner.chunk.locator if winner else 'a better chunk'} of the same section" \
+                  f"{f' (rank {winner.rank})' if winner else ''} was kept instead (dedupe)."
+            return ProbeResult("dedupe", msg, FIXES["dedupe"], competitor=winner, **common)  # type: ignore[arg-type]
+        kept = [c for c in real.candidates if c.kept]
+        msg = f"{loc} ranked {cand.rank}, below the top-K cut: {len(kept)} chunks were kept (top-K {settings.top_k})."
+        return ProbeResult("top_k", msg, FIXES["top_k"], **common)  # type: ignore[arg-type]
+
+    if settings.path_filter and not fnmatch.fnmatch(target.path, settings.path_filter):
+        msg = f"{loc} does not match the path filter {settings.path_filter!r}, so it was never searched."
+        return ProbeResult("filter", msg, FIXES["filter"], **common)  # type: ignore[arg-type]
+    if b is not None:
+        dr, sr = dense_rank.get(cid), sparse_rank.get(cid)
+        sparse_s = f"sparse rank {sr} (BM25 {bm25:.2f})" if sr else "no terms in common with the question (BM25 0)"
+        need = {"dense": "a dense rank", "sparse": "a sparse rank"}.get(settings.mode, "a dense or a sparse rank")
+        msg = (f"{loc} was not among the candidates: with {settings.candidates} candidates per branch it needed {need} "
+               f"≤ {settings.candidates}, but it has dense rank {dr} (cosine {cos:.3f}) and {sparse_s}.")
+        return ProbeResult("not_candidate", msg, FIXES["not_candidate"], **common)  # type: ignore[arg-type]
+    msg = f"{loc} is not even among the {BIG_POOL} best candidates; its cosine to the question is {cos:.3f}."
+    return ProbeResult("not_in_pool", msg, FIXES["not_in_pool"], **common)  # type: ignore[arg-type]

@@ -1,0 +1,151 @@
+"""Rendering helpers: escaping of document text, answers with clickable [n] citations, cells.
+
+Every piece of text that comes from a document (chunk text, answer text, paths, sections,
+error messages that may quote them) goes through :func:`md_escape` before it reaches
+``st.markdown`` and friends, so Markdown, HTML, LaTeX and Streamlit's ``:directives:`` inside
+a document show literally. Only the citation links are Markdown the app writes itself, and
+their targets are URL-encoded.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlencode
+
+# every ASCII punctuation character CommonMark can escape, plus what Streamlit's Markdown adds
+# (":" for :emoji:/:color[...]:, "$" for LaTeX, "~" for strikethrough)
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^\"'@%;?,/])")
+_MARKER = re.compile(r"\[(\s*\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*\s*)\]")
+LIBRARY_URL_PATH = "library"
+PASTED = "(selection)"  # the path ragcore gives a selection that came from no file
+
+
+def md_escape(text: Any) -> str:
+    """Plain text → Markdown that renders as exactly that text (one line or paragraphs)."""
+    s = str(text if text is not None else "")
+    paragraphs = re.split(r"\n[ \t]*\n", s.replace("\r\n", "\n").replace("\r", "\n"))
+    out = []
+    for para in paragraphs:
+        lines = [_MD_SPECIAL.sub(r"\\\1", ln.strip()) for ln in para.split("\n")]
+        lines = [ln for ln in lines if ln]
+        if lines:
+            out.append("  \n".join(lines))
+    return "\n\n".join(out)
+
+
+def md_inline(text: Any) -> str:
+    """Escaped text on one line (for labels, captions, table-ish lines)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text if text is not None else "").split()))
+
+
+def md_code(text: Any) -> str:
+    """Text as an inline code span: literal inside, so no escaping — only backticks are replaced."""
+    body = " ".join(str(text if text is not None else "").split()).replace("`", "\u02cb")
+    return f"`{body}`" if body else ""
+
+
+def parse_marker(body: str) -> list[int]:
+    nums: list[int] = []
+    for part in body.split(","):
+        part = part.strip()
+        if re.fullmatch(r"\d+", part):
+            nums.append(int(part))
+            continue
+        m = re.fullmatch(r"(\d+)\s*[-–]\s*(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a <= b <= a + 20:
+                nums.extend(range(a, b + 1))
+    return nums
+
+
+def viewer_params(path: str, start: int, end: int, page: int | None = None, collection: str | None = None) -> dict[str, str]:
+    params = {"path": path, "lines": f"{start}-{end}"}
+    if page is not None:
+        params["page"] = str(page)
+    if collection:
+        params["collection"] = collection
+    return params
+
+
+def viewer_url(path: str, start: int, end: int, page: int | None = None, collection: str | None = None) -> str:
+    """Relative link to the Library page's source viewer ("library?path=…&lines=a-b")."""
+    return LIBRARY_URL_PATH + "?" + urlencode(viewer_params(path, start, end, page, collection))
+
+
+def citation_url(cit: Mapping[str, Any], collection: str | None) -> str:
+    """The citation's own url ("?path=...&lines=a-b[&page=p]") on the Library page, plus the collection."""
+    url = str(cit.get("url") or "")
+    if url.startswith("?"):
+        base = LIBRARY_URL_PATH + url
+        return base + ("&" + urlencode({"collection": collection}) if collection else "")
+    return viewer_url(str(cit.get("path")), int(cit.get("start_line", 1)), int(cit.get("end_line", 1)), cit.get("page"), collection)
+
+
+def link_targets(citations: Sequence[Mapping[str, Any]], evidence: Sequence[Any], collection: str | None) -> dict[int, str]:
+    """[n] → viewer URL: the citation's narrowed lines when known, else the evidence chunk's lines."""
+    out: dict[int, str] = {}
+    for e in evidence:
+        chunk = e.get("chunk") if isinstance(e, Mapping) else getattr(e, "chunk", None)
+        n = e.get("n") if isinstance(e, Mapping) else getattr(e, "n", None)
+        if chunk is None or n is None:
+            continue
+        get = chunk.get if isinstance(chunk, Mapping) else (lambda k, c=chunk: getattr(c, k, None))
+        if not get("path") or get("path") == PASTED:
+            continue  # a pasted selection has no file to open
+        out[int(n)] = viewer_url(str(get("path")), int(get("start_line") or 1), int(get("end_line") or 1), get("page"), collection)
+    for c in citations:
+        if c.get("path") and c.get("path") != PASTED:
+            out[int(c["n"])] = citation_url(c, collection)
+    return out
+
+
+def answer_markdown(text: str, targets: Mapping[int, str]) -> str:
+    """Answer text escaped, with each [n] turned into a link to the cited lines."""
+    links: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        parts = []
+        for n in parse_marker(m.group(1)):
+            url = targets.get(n)
+            parts.append(f"[\\[{n}\\]]({url})" if url else f"\\[{n}\\]")
+        links.append("".join(parts) if parts else md_inline(m.group(0)))
+        return f"\ue000{len(links) - 1}\ue001"
+
+    held = _MARKER.sub(hold, text.replace("\ue000", "").replace("\ue001", ""))
+    escaped = md_escape(held)
+    return re.sub("\ue000(\\d+)\ue001", lambda m: links[int(m.group(1))], escaped)
+
+
+def fmt_score(v: Any, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if isinstance(v, (int, float)) else "–"
+
+
+def fmt_ms(v: Any) -> str:
+    if not isinstance(v, (int, float)):
+        return "–"
+    return f"{v / 1000:.2f} s" if v >= 1000 else f"{v:.0f} ms" if v >= 10 else f"{v:.1f} ms"
+
+
+def locator(d: Mapping[str, Any]) -> str:
+    loc = f"{d.get('path')}:{d.get('start_line')}-{d.get('end_line')}"
+    if d.get("page") is not None:
+        loc = f"{d.get('path')} p.{d.get('page')}:{d.get('start_line')}-{d.get('end_line')}"
+    return loc
+
+
+STAGE_LABELS = {
+    "embed": "embed query", "search": "search", "fuse_and_cut": "fuse + cut", "sources": "evidence ready",
+    "generate": "generate", "validate": "validate", "total": "total",
+}
+
+
+def latency_line(latency: Mapping[str, Any]) -> str:
+    parts = [f"{STAGE_LABELS.get(k, k)} {fmt_ms(v)}" for k, v in latency.items() if k != "total"]
+    if "total" in latency:
+        parts.append(f"**total {fmt_ms(latency['total'])}**")
+    return " · ".join(parts)
+
+
+BADGE_COLORS = {"ok": "green", "info": "blue", "warn": "orange", "error": "red"}

@@ -1,0 +1,435 @@
+"""Process-wide runtime (one Engine per process), per-session settings and the shared sidebar."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import streamlit as st
+
+from ragcore.bootstrap import DEMO_COLLECTION, ensure_demo_collection
+from ragcore.config import Settings
+from ragcore.notebook import Notebook, NotebookError, NotebookStore
+from ragcore.pipeline import Engine
+from ragcore.store import StoreError
+from ragcore.types import CollectionInfo, IngestReport
+
+from .render import md_code, md_escape, md_inline
+
+CONTEXT_MODES = ("corpus", "selection", "both")
+CONTEXT_LABELS = {"corpus": "Full corpus", "selection": "Selected text", "both": "Both"}
+RETRIEVAL_MODES = ("hybrid", "dense", "sparse")
+TOP_K_MAX = 50
+
+
+# --------------------------------------------------------------------------- process-wide runtime
+
+
+@dataclass
+class IngestJob:
+    """An ingest running in a background thread, so a page rerun never aborts it half-way."""
+
+    collection: str
+    label: str
+    done: int = 0
+    total: int = 0
+    current: str = ""
+    report: IngestReport | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.finished is None
+
+    def progress(self, done: int, total: int, current: str) -> None:
+        self.done, self.total, self.current = done, total, current
+
+
+@dataclass
+class Runtime:
+    engine: Engine
+    settings: Settings  # from the environment, at process start
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    demo_checked: bool = False
+    demo_report: IngestReport | None = None
+    demo_error: str | None = None
+    job: IngestJob | None = None
+    busy: int = 0  # answers being streamed right now (the warm-up pauses meanwhile)
+    _collections: tuple[float, list[CollectionInfo]] | None = None
+
+    @property
+    def notebooks(self) -> NotebookStore:
+        return NotebookStore(self.settings.notebooks_dir)
+
+    def collections(self, *, max_age: float = 5.0) -> list[CollectionInfo]:
+        hit = self._collections
+        if hit is not None and time.time() - hit[0] < max_age:
+            return hit[1]
+        cols = self.engine.collections()
+        self._collections = (time.time(), cols)
+        return cols
+
+    def invalidate_collections(self) -> None:
+        self._collections = None
+
+    def info(self, name: str) -> CollectionInfo | None:
+        return next((c for c in self.collections() if c.name == name), None)
+
+    def start_ingest(self, collection: str, label: str, work: Callable[[IngestJob], IngestReport]) -> IngestJob:
+        """Run ``work`` in a thread (one ingest at a time per process)."""
+        with self.lock:
+            if self.job is not None and self.job.running:
+                return self.job
+            job = IngestJob(collection=collection, label=label)
+
+            def target() -> None:
+                try:
+                    job.report = work(job)
+                except Exception as exc:  # shown to the user by the page
+                    job.error = friendly(exc, "The ingest")
+                finally:
+                    job.finished = time.time()
+                    self.invalidate_collections()
+
+            job.thread = threading.Thread(target=target, name=f"ragcore-ingest-{collection}", daemon=True)
+            self.job = job
+            job.thread.start()
+            return job
+
+
+@st.cache_resource(show_spinner=False)
+def get_runtime(data_dir: str, qdrant_url: str | None) -> Runtime:
+    """One Engine per process and data directory: embedded Qdrant locks its folder."""
+    settings = Settings.from_env(data_dir=Path(data_dir), qdrant_url=qdrant_url)
+    engine = Engine(settings)
+    _ = engine.store.client  # open the store now, so a locked folder fails here, clearly
+    return Runtime(engine=engine, settings=settings)
+
+
+def runtime() -> Runtime:
+    env = Settings.from_env()
+    try:
+        return get_runtime(str(env.data_dir), env.qdrant_url)
+    except StoreError as exc:
+        st.error(md_escape(str(exc)))
+    except Exception as exc:  # noqa: BLE001
+        st.error(md_escape(
+            f"Could not open the data directory {env.data_dir} ({type(exc).__name__}: {exc}). "
+            "Check that it is writable, or set RAGCORE_DATA_DIR to another folder and restart the app."
+        ))
+    st.stop()
+    raise RuntimeError("unreachable")
+
+
+def ensure_demo(rt: Runtime) -> None:
+    """First start: ingest docs/ into 'guide', warm the model; once per process."""
+    if rt.demo_checked:
+        return
+    with rt.lock:
+        if rt.demo_checked:
+            return
+        try:
+            with st.spinner("Preparing the demo collection 'guide' (first start: ingesting the user guide, about 20 s)…", show_time=True):
+                rt.demo_report = ensure_demo_collection(rt.engine)
+                rt.engine.encoder.encode(["warm up the embedding model"])
+                if rt.engine.store.exists(DEMO_COLLECTION):
+                    rt.engine.retriever.index(DEMO_COLLECTION)
+        except Exception as exc:  # noqa: BLE001
+            rt.demo_error = friendly(exc, "Preparing the demo collection")
+        finally:
+            rt.demo_checked = True
+            rt.invalidate_collections()
+    if rt.demo_error:
+        st.error(md_escape(rt.demo_error))
+    elif rt.demo_report is not None:
+        r = rt.demo_report
+        st.toast(f"Ingested the user guide into 'guide': {r.count('added')} files, {r.chunks_written} chunks in {r.seconds:.0f} s.")
+
+
+def start_warmup(rt: Runtime, collection: str) -> None:
+    """Embed every sentence of the collection once, in the background.
+
+    The extractive composer and the citation checker embed the evidence's sentences on every
+    question (the encoder caches them); doing it ahead of time makes the demo questions answer
+    in well under a second instead of the 2–5 s a cold set of evidence costs on two cores.
+    """
+    if os.environ.get("RAGCORE_APP_WARMUP", "1").lower() in ("0", "false", "no", "off"):
+        return
+
+    def work() -> None:
+        try:
+            from ragcore.store import embed_text
+            from ragcore.textutil import sentence_spans
+
+            chunks = rt.engine.retriever.index(collection).chunks
+            texts: list[str] = []
+            for c in chunks:
+                texts.extend(s.text for s in sentence_spans(c.text))
+                texts.append(embed_text(c))
+            for i in range(0, len(texts), 8):  # small batches: a question never waits long
+                while rt.busy > 0 and not _STOP.is_set():
+                    time.sleep(0.05)  # an analyst is waiting for an answer: give them the cores
+                if _STOP.is_set():
+                    return
+                rt.engine.encoder.encode(texts[i : i + 8])
+        except Exception:  # noqa: BLE001 - a warm-up must never break the app
+            pass
+
+    t = threading.Thread(target=work, name=f"ragcore-warmup-{collection}", daemon=True)
+    _THREADS.append(t)
+    t.start()
+
+
+_WARMED: set[str] = set()
+WARMUP_MAX_CHUNKS = 3000  # beyond this the warm-up costs more CPU than it saves
+
+
+def ensure_warm(rt: Runtime, info: CollectionInfo) -> None:
+    """Warm a collection the first time any session picks it (once per process)."""
+    key = f"{info.name}@{info.corpus_version}"
+    with rt.lock:
+        if key in _WARMED:
+            return
+        _WARMED.add(key)
+    if 0 < info.chunks <= WARMUP_MAX_CHUNKS:
+        start_warmup(rt, info.name)
+
+
+# background threads that run native code (onnxruntime) must be done before the interpreter
+# tears down, or the process aborts ("terminate called without an active exception")
+_STOP = threading.Event()
+_THREADS: list[threading.Thread] = []
+
+
+@atexit.register
+def _join_threads() -> None:
+    _STOP.set()
+    for t in _THREADS:
+        t.join(timeout=10)
+
+
+def friendly(exc: BaseException, action: str) -> str:
+    if isinstance(exc, StoreError):
+        return str(exc)
+    if isinstance(exc, NotebookError):
+        return str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return f"{exc}. The path is read on the machine that runs the app: check it and try again."
+    if isinstance(exc, PermissionError):
+        return f"{action} failed: permission denied ({exc}). Check the file permissions."
+    return (
+        f"{action} failed ({type(exc).__name__}: {exc}). Try again; if it keeps failing, "
+        "check the terminal that runs the app."
+    )
+
+
+def show_error(exc: BaseException, action: str) -> None:
+    st.error(md_escape(friendly(exc, action)), icon=":material/error:")
+
+
+# --------------------------------------------------------------------------- session settings
+
+
+def init_session(rt: Runtime) -> None:
+    ss = st.session_state
+    if "rc_base" not in ss:
+        ss["rc_base"] = rt.settings
+    base: Settings = ss["rc_base"]
+    ss.setdefault("cfg_collection", base.collection)
+    ss.setdefault("cfg_context", "corpus")
+    ss.setdefault("cfg_mode", base.mode)
+    ss.setdefault("cfg_top_k", int(min(max(base.top_k, 1), TOP_K_MAX)))
+    ss.setdefault("cfg_threshold", float(min(max(base.threshold, 0.0), 1.0)))
+    # a citation link names its collection: follow it once per distinct link
+    qp_col = st.query_params.get("collection")
+    if qp_col and qp_col != ss.get("rc_qp_collection") and qp_col != ss["cfg_collection"]:
+        if any(c.name == qp_col for c in rt.collections()):
+            ss["cfg_collection"] = qp_col
+    ss["rc_qp_collection"] = qp_col
+
+
+def base_settings() -> Settings:
+    return st.session_state["rc_base"]
+
+
+def set_base_settings(s: Settings) -> None:
+    st.session_state["rc_base"] = s
+
+
+def settings() -> Settings:
+    """This session's settings: the Settings page's values plus the sidebar's."""
+    ss = st.session_state
+    return base_settings().with_(
+        collection=ss["cfg_collection"], mode=ss["cfg_mode"], top_k=int(ss["cfg_top_k"]),
+        threshold=round(float(ss["cfg_threshold"]), 4),
+    )
+
+
+def generator_name(s: Settings) -> str:
+    if not s.llm.configured:
+        return "extractive"
+    try:
+        from ragcore.synthesis.openai_generator import OpenAIGenerator
+
+        return OpenAIGenerator(s.llm).name
+    except Exception:  # noqa: BLE001
+        return f"openai-{s.llm.api}:{s.llm.model}"
+
+
+def bound(widget: Callable[..., Any], label: str, canon: str, *, key: str, **kwargs: Any) -> Any:
+    """A widget whose value lives in ``st.session_state[canon]`` and survives page switches.
+
+    Several widgets (the sidebar's and a page's) may be bound to the same value; moving one
+    moves the others on the next rerun.
+    """
+    ss = st.session_state
+    ss[key] = ss[canon]
+
+    def sync() -> None:
+        value = ss[key]
+        if value is not None:
+            ss[canon] = value
+
+    return widget(label, key=key, on_change=sync, **kwargs)
+
+
+def context_mode_control(
+    key: str, *, label: str = "Context", options: tuple[str, ...] = CONTEXT_MODES, help: str | None = None,
+    canon: str = "cfg_context",
+) -> str:
+    ss = st.session_state
+    if ss.get(canon) not in options:
+        ss[canon] = options[0]
+    return bound(
+        st.segmented_control, label, canon, key=key, options=list(options), required=True,
+        format_func=lambda m: CONTEXT_LABELS[m], help=help or "Full corpus retrieves from the collection; "
+        "Selected text answers only from the passage you selected; Both uses the passage first, then the corpus.",
+    )
+
+
+def retrieval_mode_control(key: str, *, label: str = "Retrieval") -> str:
+    return bound(
+        st.segmented_control, label, "cfg_mode", key=key, options=list(RETRIEVAL_MODES), required=True,
+        help="hybrid fuses dense (cosine) and sparse (BM25) rankings; dense ranks by cosine; sparse by BM25.",
+    )
+
+
+def top_k_control(key: str) -> int:
+    return bound(st.slider, "Top-K", "cfg_top_k", key=key, min_value=1, max_value=TOP_K_MAX, step=1,
+                 help="How many chunks are kept as numbered evidence [1..K].")
+
+
+def threshold_control(key: str) -> float:
+    return bound(st.slider, "Threshold (cosine)", "cfg_threshold", key=key, min_value=0.0, max_value=1.0, step=0.01,
+                 format="%.2f", help="Chunks whose cosine similarity to the question is below this are cut, in every mode.")
+
+
+# --------------------------------------------------------------------------- sidebar
+
+
+def sidebar(rt: Runtime) -> None:
+    ss = st.session_state
+    with st.sidebar:
+        try:
+            cols = rt.collections()
+        except Exception as exc:  # noqa: BLE001
+            show_error(exc, "Listing the collections")
+            cols = []
+        names = [c.name for c in cols]
+        if names:
+            if ss["cfg_collection"] not in names:
+                ss["cfg_collection"] = DEMO_COLLECTION if DEMO_COLLECTION in names else names[0]
+            bound(st.selectbox, "Collection", "cfg_collection", key="sb_collection", options=names)
+            info = next(c for c in cols if c.name == ss["cfg_collection"])
+            ensure_warm(rt, info)
+            built = (info.built_at or "").replace("T", " ").replace("+00:00", " UTC")
+            st.caption(
+                f"{info.documents} documents · {info.chunks} chunks · version {md_code(info.corpus_version or '–')}"
+                + (f"  \nbuilt {md_inline(built)}" if built else "")
+            )
+        else:
+            st.info("No collection yet. Ingest a folder or files on the Library page.", icon=":material/info:")
+        context_mode_control("sb_context")
+        retrieval_mode_control("sb_mode")
+        top_k_control("sb_top_k")
+        threshold_control("sb_threshold")
+        s = settings()
+        gen = generator_name(s)
+        st.markdown("**Generator** " + (f":green-badge[{md_inline(gen)}]" if s.llm.configured else ":gray-badge[extractive]"))
+        if not s.llm.configured:
+            st.caption("Quotes the evidence; no model needed. Connect an LLM on the Settings page.")
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def load_notebook(rt: Runtime, collection: str) -> Notebook:
+    """The collection's notebook, re-read from disk only when the file changed."""
+    ss = st.session_state
+    inflight = ss.get("rc_inflight")
+    if inflight is not None and not inflight.is_set():
+        inflight.wait(timeout=5)  # a stopped answer of the previous run is still being saved
+    store = rt.notebooks
+    cache: dict[str, tuple[Any, Notebook]] = ss.setdefault("rc_nb_cache", {})
+    sig = store.signature(collection)
+    hit = cache.get(collection)
+    if hit is not None and hit[0] == sig and sig is not None:
+        return hit[1]
+    try:
+        nb = store.load(collection)
+    except NotebookError as exc:
+        st.warning(md_escape(str(exc)))
+        nb = Notebook(collection)
+    cache[collection] = (store.signature(collection), nb)
+    return nb
+
+
+def remember_notebook(rt: Runtime, nb: Notebook) -> None:
+    ss = st.session_state
+    ss.setdefault("rc_nb_cache", {})[nb.collection] = (rt.notebooks.signature(nb.collection), nb)
+
+
+def leave_pages_folder_mode() -> None:
+    """Make sure app.py's ``st.navigation`` runs, not Streamlit's pages/-folder fallback.
+
+    With a ``pages/`` folder next to app.py, Streamlit 1.67 serves the first request of a fresh
+    process through its old folder-based navigation (``PagesManager.uses_pages_directory``),
+    which wraps app.py in a second navigation and leaves the main area blank (or runs a
+    deep-linked page without app.py). Calling ``st.navigation`` clears that flag for the
+    process; do it before anything is drawn and rerun once, so even the first visitor gets
+    the real app. A no-op on every later run.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a future Streamlit without the flag
+        return
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def page_init() -> Runtime:
+    """What every page needs; idempotent, so a page also works when app.py did not run first.
+
+    (On a fresh process Streamlit may run the very first request through its pages/-folder
+    fallback, which runs the requested page without app.py; after that app.py's
+    ``st.navigation`` takes over.)
+    """
+    leave_pages_folder_mode()
+    rt = runtime()
+    ensure_demo(rt)
+    try:
+        rt.collections()
+    except Exception as exc:  # noqa: BLE001 - e.g. a Qdrant server that went away
+        show_error(exc, "Reading the collections")
+        st.stop()
+    init_session(rt)
+    return rt

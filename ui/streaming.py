@@ -1,0 +1,176 @@
+"""Stream an answer into a notebook cell, with a Stop button that really stops it.
+
+``Engine.stream`` runs in a pump thread that puts events on a queue; the script thread
+renders them (and ticks every 0.1 s, so it stays interruptible while a slow model has not
+sent its first token). Pressing Stop — or any other widget — makes Streamlit rerun the
+script: the next ``st.*`` call raises inside the render loop, and the ``finally`` clause
+sets the cancel event, closes the engine's stream (which closes the LLM's HTTP response)
+and saves the cell with what arrived so far, outcome "cancelled". Nothing vanishes.
+
+With ``runner.fastReruns`` (Streamlit's default) the next run starts in a new thread while
+this one is being stopped; it waits for the save (``st.session_state["rc_inflight"]``)
+before it reads the notebook, so the cancelled cell is there.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import streamlit as st
+
+from ragcore.notebook import Cell, RunRecorder
+from ragcore.pipeline import SelectionInput
+from ragcore.types import Event
+
+from . import state
+from .render import answer_markdown, link_targets, md_escape, md_inline
+
+_END = object()
+
+
+class Pump:
+    """Consumes a generator in a thread; the consumer reads :meth:`get`."""
+
+    def __init__(self, gen: Iterator[Event], cancel: threading.Event) -> None:
+        self.gen = gen
+        self.cancel = cancel
+        self.q: queue.Queue[Any] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name="ragcore-stream", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for ev in self.gen:
+                if self.cancel.is_set():
+                    break
+                self.q.put(ev)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self.q.put(exc)
+        finally:
+            try:
+                self.gen.close()  # GeneratorExit inside Engine.stream closes the LLM response
+            except Exception:  # noqa: BLE001
+                pass
+            self.q.put(_END)
+
+    def get(self, timeout: float) -> Any:
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+def _is_interruption(exc: BaseException) -> bool:
+    """Streamlit stopping or rerunning the script (Stop, another widget, a closed tab)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
+    except ImportError:  # pragma: no cover
+        return type(exc).__name__ in ("StopException", "RerunException")
+    return isinstance(exc, (ScriptControlException, KeyboardInterrupt, GeneratorExit))
+
+
+def selection_input(cell: Cell) -> SelectionInput | None:
+    sel = cell.selection
+    if not sel or cell.context_mode == "corpus":
+        return None
+    return SelectionInput(text=str(sel.get("text") or ""), source=sel.get("source") or None, start_line=int(sel.get("start_line") or 1))
+
+
+def stream_cell(
+    rt: state.Runtime, cell: Cell, collection: str, *, title: str, render_final: Callable[[Cell], None] | None = None,
+) -> bool:
+    """Run ``cell``'s question now, rendering into the page, and save the run.
+
+    When it finished, ``render_final(cell)`` draws the finished cell in the same place (no
+    rerun needed). Returns True when the answer finished, False when it was cut off.
+    """
+    s = state.settings().with_(collection=collection)
+    info = rt.info(collection) if cell.context_mode != "selection" else None
+    recorder = RunRecorder(
+        cell.question, context_mode=cell.context_mode, collection=collection, config=s.public_dict(),
+        corpus_version=info.corpus_version if info else None, built_at=info.built_at if info else None,
+        generator=state.generator_name(s),
+    )
+    cancel = threading.Event()
+    finished = False
+    failure: BaseException | None = None
+    pump: Pump | None = None
+    # Streamlit's fast reruns start the next run in a new thread while this one is still being
+    # stopped; the next run waits on this event before it reads the notebook (state.load_notebook)
+    saved = threading.Event()
+    st.session_state["rc_inflight"] = saved
+    with rt.lock:
+        rt.busy += 1
+    try:
+        # the finished cell goes into its own slot: re-sending a block at the streaming view's path
+        # would keep the streaming view's (current-run) children around it
+        final_slot = st.empty()
+        slot = st.empty()
+        with slot.container(border=True):
+            top = st.columns([0.86, 0.14], vertical_alignment="center")
+            top[0].markdown(f"**{md_escape(title)}** {md_escape(cell.question)}")
+            with top[1]:
+                st.button("Stop", key=f"stop_{cell.id}_{len(cell.runs)}", icon=":material/stop_circle:",
+                          help="Stop generating; the text so far is kept and the cell is marked cancelled.")
+            status = st.empty()
+            status.caption("Retrieving evidence…")
+            sources = st.empty()
+            body = st.empty()
+        gen = rt.engine.stream(
+            cell.question, collection=collection, settings=s, mode=cell.context_mode,  # type: ignore[arg-type]
+            selection=selection_input(cell), cancel=cancel,
+        )
+        pump = Pump(gen, cancel)
+        t0 = time.perf_counter()
+        last_draw = 0.0
+        targets: dict[int, str] = {}
+        while True:
+            item = pump.get(timeout=0.1)
+            now = time.perf_counter()
+            if item is None:
+                label = "Generating" if recorder.has_sources else "Retrieving evidence"
+                status.caption(f"{label}… {now - t0:.1f} s")
+                continue
+            if item is _END:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            recorder.feed(item)
+            if item.type == "sources":
+                targets = link_targets([], recorder.evidence, collection)
+                n_ev, n_c = len(recorder.evidence), len(recorder.candidates)
+                listing = " · ".join(f"\\[{e.n}\\] {md_inline(e.chunk.locator.split('#')[0])}" for e in recorder.evidence[:12])
+                sources.caption(f"**{n_ev} pieces of evidence**" + (f" from {n_c} candidates" if n_c else "")
+                                + f" — composing the answer…  \n{listing}")
+            elif item.type == "token" and now - last_draw > 0.05:
+                body.markdown(answer_markdown(recorder.text, targets) + " ▌")
+                last_draw = now
+        finished = True
+    except BaseException as exc:
+        if not _is_interruption(exc):  # a real failure: record it as an error, not as "stopped"
+            failure = exc
+            recorder.errors.append(state.friendly(exc, "Answering"))
+        raise
+    finally:
+        if not finished:
+            cancel.set()
+        # only disk I/O from here on: after an interruption Streamlit must not be called again
+        run = recorder.finish(cancelled=not finished and failure is None)
+        cell.add_run(run)
+        try:
+            rt.notebooks.upsert_cell(collection, cell)
+        except Exception as exc:  # noqa: BLE001
+            if finished:
+                state.show_error(exc, "Saving the notebook")
+        finally:
+            saved.set()
+            with rt.lock:
+                rt.busy -= 1
+    slot.empty()  # drop the streaming view (Stop button, progress lines) at once
+    if render_final is not None:
+        with final_slot.container():
+            render_final(cell)
+    return finished

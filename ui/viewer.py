@@ -1,0 +1,151 @@
+"""The source viewer: a document's lines with their original line numbers, cited lines highlighted.
+
+Lines come from the file on disk (``CollectionInfo.root`` + path) when it is still the file that
+was ingested (same sha256), through the same loader as ingestion, so HTML shows its visible text
+and PDF its extracted text with the line numbers citations use; otherwise they are rebuilt
+from the stored chunks. Every line is ``html.escape``d before it is put into the viewer's HTML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragcore.ingest.loaders import LoadError, load_bytes
+from ragcore.pipeline import Engine
+from ragcore.types import Chunk, CollectionInfo
+
+
+@dataclass(frozen=True)
+class Row:
+    no: int
+    end: int  # == no for a real line; > no for a block rebuilt from a chunk that does not map 1:1
+    text: str
+    page: int | None = None
+
+
+@dataclass
+class SourceView:
+    path: str
+    kind: str
+    rows: list[Row]
+    origin: str  # "disk" | "chunks"
+    chunks: list[Chunk] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def pages(self) -> list[int]:
+        return sorted({r.page for r in self.rows if r.page is not None})
+
+    def rows_on(self, page: int | None) -> list[Row]:
+        if not self.pages:
+            return self.rows
+        return [r for r in self.rows if r.page == page]
+
+    def first_last(self, page: int | None) -> tuple[int, int]:
+        rows = self.rows_on(page)
+        return (rows[0].no, rows[-1].end) if rows else (1, 1)
+
+    def text_between(self, start: int, end: int, page: int | None) -> str:
+        """The selected lines as one text, blank lines filling gaps, so line offsets stay exact."""
+        out: list[str] = []
+        for no in range(start, end + 1):
+            out.append("")
+        for r in self.rows_on(page):
+            if r.no >= start and r.no <= end:
+                out[r.no - start] = r.text if r.end == r.no else r.text.replace("\n", " ")
+        return "\n".join(out)
+
+    def section_of(self, start: int, end: int, page: int | None) -> str:
+        for c in self.chunks:
+            if c.page == page and c.start_line <= end and c.end_line >= start and c.section:
+                return c.section_label
+        return ""
+
+    def anchor_of(self, start: int, end: int, page: int | None) -> str | None:
+        for c in self.chunks:
+            if c.page == page and c.start_line <= end and c.end_line >= start and c.anchor:
+                return c.anchor
+        return None
+
+
+def load_source(engine: Engine, info: CollectionInfo, path: str) -> SourceView | None:
+    chunks = engine.document_chunks(path, collection=info.name)
+    if not chunks:
+        return None
+    kind = chunks[0].kind
+    note = None
+    root = info.root
+    if root and root != "(upload)":
+        base = Path(root).resolve()
+        f = (base / path).resolve()
+        if f.is_relative_to(base) and f.is_file():
+            try:
+                data = f.read_bytes()
+                if hashlib.sha256(data).hexdigest() == chunks[0].doc_hash:
+                    doc = load_bytes(data, path)
+                    rows = [Row(ln.no, ln.no, ln.text, ln.page) for ln in doc.lines]
+                    return SourceView(path, kind, rows, "disk", chunks)
+                note = "The file on disk changed since it was ingested: showing the ingested text. Re-ingest to see the new version."
+            except (OSError, LoadError) as exc:
+                note = f"Could not read the file on disk ({exc}): showing the ingested text."
+        else:
+            note = "The file is no longer on disk at the ingest root: showing the ingested text."
+    rows_by_key: dict[tuple[int | None, int], Row] = {}
+    for c in chunks:
+        lines = c.text.split("\n")
+        if len(lines) == c.end_line - c.start_line + 1:
+            for i, t in enumerate(lines):
+                rows_by_key.setdefault((c.page, c.start_line + i), Row(c.start_line + i, c.start_line + i, t, c.page))
+        else:
+            covered = any((c.page, n) in rows_by_key for n in range(c.start_line, c.end_line + 1))
+            if not covered:
+                rows_by_key[(c.page, c.start_line)] = Row(c.start_line, c.end_line, c.text, c.page)
+    rows = sorted(rows_by_key.values(), key=lambda r: (r.page or 0, r.no))
+    return SourceView(path, kind, rows, "chunks", chunks, note or "Rebuilt from the stored chunks (the original file is not available).")
+
+
+VIEWER_CSS = """
+<style>
+.rc-src{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;line-height:1.55;
+  border:1px solid #d0d7de;border-radius:8px;background:#fff;max-height:560px;overflow:auto;padding:4px 0}
+.rc-line{display:flex;align-items:flex-start}
+.rc-no{flex:0 0 4.5em;text-align:right;padding-right:.8em;color:#8c959f;user-select:none;border-right:1px solid #eaeef2}
+.rc-txt{padding-left:.8em;padding-right:.8em;white-space:pre-wrap;word-break:break-word;color:#1f2328}
+.rc-line.sel{background:#ddf4ff}
+.rc-line.hl{background:#fff1a8}
+.rc-line.hl .rc-no{color:#7d4e00;font-weight:700;border-right:3px solid #d4a72c}
+.rc-gap{color:#8c959f;font-size:11px;padding:1px 0 1px 5.3em;font-style:italic}
+.rc-block .rc-txt{border-left:2px solid #eaeef2}
+</style>
+"""
+
+
+def viewer_html(
+    view: SourceView, *, page: int | None, highlight: tuple[int, int] | None, selection: tuple[int, int] | None,
+    window: tuple[int, int] | None,
+) -> str:
+    e = html.escape
+    out = [VIEWER_CSS, f'<div class="rc-src" data-path="{e(view.path, quote=True)}">']
+    prev_end: int | None = None
+    for r in view.rows_on(page):
+        if window and (r.end < window[0] or r.no > window[1]):
+            continue
+        if prev_end is not None and r.no > prev_end + 1:
+            gap = r.no - prev_end - 1
+            out.append(f'<div class="rc-gap">⋯ {gap} line{"s" if gap != 1 else ""} without text</div>')
+        prev_end = r.end
+        classes = ["rc-line"]
+        if highlight and r.no <= highlight[1] and r.end >= highlight[0]:
+            classes.append("hl")
+        if selection and r.no <= selection[1] and r.end >= selection[0]:
+            classes.append("sel")
+        label = str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
+        if r.end != r.no:
+            classes.append("rc-block")
+        text = e(r.text) if r.text else "&#8203;"
+        out.append(f'<div class="{" ".join(classes)}" data-line="{r.no}"><span class="rc-no">{label}</span><span class="rc-txt">{text}</span></div>')
+    out.append("</div>")
+    return "".join(out)
