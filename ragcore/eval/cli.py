@@ -43,6 +43,7 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--md", type=Path, help="where to write the Markdown summary (default: --out with .md)")
     e.add_argument("--warm", action="store_true",
                    help="keep the encoder's vector cache between configurations (faster; latencies then depend on run order)")
+    e.add_argument("--drop-temp", action="store_true", help="drop the chunk-size sweep's collections at the end")
     e.add_argument("--no-charts", action="store_true", help="do not write charts")
     e.add_argument("--no-save", action="store_true", help="do not save the run under DATA_DIR/eval_runs")
     e.add_argument("--json", action="store_true", help="print the JSON results instead of the tables")
@@ -101,7 +102,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         report = evaluate(engine, dataset, collection=args.collection, settings=settings, sweeps=sweeps,
                           baselines=baselines, progress=progress, say=say, limit=args.limit,
-                          cold_cache=not args.warm)
+                          cold_cache=not args.warm, keep_temp=not args.drop_temp)
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

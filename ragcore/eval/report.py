@@ -171,14 +171,36 @@ def report_dict(report: EvalReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 2), "machine": report.machine, "base_label": report.base_label,
         "base_config": report.base_config, "notes": list(report.notes),
         "sweeps": [{"key": g.key, "values": list(g.values), "labels": list(g.labels)} for g in report.sweeps],
-        "runs": [run_dict(r) for r in report.runs],
+        "runs": _runs_dicts(report.runs),
     }
+
+
+def _runs_dicts(runs: Sequence[EvalRun]) -> list[dict[str, Any]]:
+    """Every run; one that repeats an earlier run's configuration (same kind, collection and
+    settings, so the same results) names it in ``same_as`` instead of repeating its questions."""
+    out: list[dict[str, Any]] = []
+    first: dict[tuple, str] = {}
+    for r in runs:
+        key = (r.kind, r.collection, tuple(sorted((k, str(v)) for k, v in r.config.items())))
+        d = run_dict(r)
+        if key in first:
+            d.pop("questions")
+            d["same_as"] = first[key]
+        else:
+            first[key] = r.label
+        out.append(d)
+    return out
 
 
 def write_json(report: EvalReport, path: Path | str) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(report_dict(report), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    # one run per line: readable in a diff, a fraction of the size of an indented file
+    d = report_dict(report)
+    runs = d.pop("runs")
+    head = json.dumps(d, ensure_ascii=False, default=str)[:-1]
+    body = ",\n".join(json.dumps(r, ensure_ascii=False, default=str, separators=(",", ":")) for r in runs)
+    p.write_text(f'{head}, "runs": [\n{body}\n]}}\n', encoding="utf-8")
     return p
 
 
@@ -187,13 +209,15 @@ def report_from_dict(d: Mapping[str, Any]) -> EvalReport:
     if d.get("format") != FORMAT:
         raise ValueError(f"not a ragcore evaluation file (format {d.get('format')!r})")
     names = {f.name for f in fields(Summary)}
-    runs = []
+    runs: list[EvalRun] = []
+    questions: dict[str, list[Any]] = {r["label"]: r.get("questions", []) for r in d.get("runs", []) if "same_as" not in r}
     for r in d.get("runs", []):
         m = r.get("metrics", {})
         summary = Summary(**{k: m.get(k) for k in names})
+        qs = questions.get(r.get("same_as") or r["label"], [])
         runs.append(EvalRun(
             label=r["label"], kind=r.get("kind", "ragcore"), collection=r.get("collection", ""), config=r.get("config", {}),
-            records=tuple(QuestionRecord.from_dict(q) for q in r.get("questions", [])), summary=summary,
+            records=tuple(QuestionRecord.from_dict(q) for q in qs), summary=summary,
             retrieval_only=bool(r.get("retrieval_only")), seconds=float(r.get("seconds", 0.0)), notes=tuple(r.get("notes", ())),
         ))
     return EvalReport(
@@ -312,6 +336,36 @@ def _per_question_markdown(runs: Sequence[EvalRun]) -> str:
     return _md_table(head, rows)
 
 
+def _abstain_markdown(report: EvalReport, charts: Mapping[str, Path] | None = None) -> list[str]:
+    """The composer's best support score on answerable vs unanswerable questions, per distinct
+    configuration, with the rates at the configured bar and the bar that separates best."""
+    rows, seen = [], set()
+    for r in report.runs:
+        st = abstain_stats(r)
+        key = (r.collection, tuple(sorted(r.config.items())))
+        if not st or key in seen:
+            continue
+        seen.add(key)
+        a, u, rec = st["answerable"], st["unanswerable"], st.get("recommended")
+        m = r.metrics()
+        rows.append([
+            r.label, st["abstain_bar"], f"{_fmt(m.get('answer_rate'), 2)} / {_fmt(m.get('abstain_rate'), 2)}",
+            " / ".join(_fmt(a.get(k)) for k in ("p10", "p50", "p90")), " / ".join(_fmt(u.get(k)) for k in ("p10", "p50", "p90")),
+            f"{rec['bar']:.3f}: {rec['answer_rate']:.2f} / {rec['abstain_rate']:.2f}" if rec else "–",
+        ])
+    if not rows:
+        return []
+    chart = [f"![best support per question]({charts['abstain'].name})", ""] if charts and "abstain" in charts else []
+    return [
+        "## Abstaining", "", *chart,
+        "Best support score of the extractive composer (its best evidence sentence) per question; the composer "
+        "abstains when it is below the abstain bar. Rates are answered (answerable) / abstained (unanswerable).", "",
+        _md_table(["configuration", "bar", "rates at bar", "answerable p10/p50/p90", "unanswerable p10/p50/p90",
+                   "best bar: rates"], rows), "",
+        "Best bar = the bar maximising min(answer rate, abstain rate), then their sum, on this data set.", "",
+    ]
+
+
 def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, json_path: Path | None = None,
              per_question: bool = True) -> str:
     r0 = report.runs[0] if report.runs else None
@@ -362,22 +416,7 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
     if charts and "comparison" in charts:
         out += [f"![comparison]({charts['comparison'].name})", ""]
 
-    for r in report.runs:
-        st = abstain_stats(r)
-        if not st or r.label != report.base_label:
-            continue
-        out += [f"## Abstaining ({r.label}, abstain bar {st['abstain_bar']})", "",
-                "Best support score of the extractive composer (its best evidence sentence) per question:", ""]
-        qrows = []
-        for name in ("answerable", "unanswerable"):
-            q = st[name]
-            qrows.append([name, q.get("n"), *(_fmt(q.get(k)) for k in ("min", "p10", "p25", "p50", "p75", "p90", "max"))])
-        out.append(_md_table(["questions", "n", "min", "p10", "p25", "p50", "p75", "p90", "max"], qrows))
-        rec = st.get("recommended")
-        if rec:
-            out += ["", f"Bar that maximises min(answer rate, abstain rate) on this data set: **{rec['bar']:.3f}** "
-                        f"(answer rate {rec['answer_rate']:.2f}, abstain rate {rec['abstain_rate']:.2f})."]
-        out.append("")
+    out += _abstain_markdown(report, charts)
 
     if per_question and report.runs:
         out += ["## Per question: nDCG@10 (rank of the first relevant document)", "", _per_question_markdown(report.runs), ""]

@@ -108,6 +108,15 @@ class DocPathMapper:
         return self.prefix + doc_path
 
 
+def mapper_from_records(records: Iterable["QuestionRecord"]) -> DocPathMapper:
+    """The mapping a finished run used, read back from its hits (stored vs data-set path)."""
+    for rec in records:
+        for h in rec.hits:
+            if h.stored_path.endswith(h.path):
+                return DocPathMapper(h.stored_path[: len(h.stored_path) - len(h.path)])
+    return DocPathMapper()
+
+
 def mapper_for(engine: Any, collection: str, dataset: EvalDataset) -> DocPathMapper:
     """Infer the path mapping between a collection and a data set (see the module docstring)."""
     known = set(corpus_docs(dataset.corpus_dir))
@@ -121,6 +130,9 @@ def mapper_for(engine: Any, collection: str, dataset: EvalDataset) -> DocPathMap
 
 
 # --------------------------------------------------------------------------- records
+
+STORED_DOCS = 20  # distinct documents of a ranking kept in saved results (recall@20 is the deepest metric)
+STORED_HITS = 10  # retrieved documents with their lines kept in saved results
 
 
 @dataclass(frozen=True)
@@ -154,15 +166,17 @@ class QuestionRecord:
         return self.result.id
 
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; the ranking is kept as its first ``STORED_DOCS`` distinct documents
+        (every metric looks at 20 at most) and the first ``STORED_HITS`` hits."""
         r = self.result
         return {
             "id": r.id, "question": r.question, "answerable": r.answerable, "status": r.status,
             "answer": r.answer, "reference": r.reference, "relevant_docs": list(r.relevant_docs),
-            "relevant": list(self.relevant), "retrieved_docs": list(dedupe_ranking(r.retrieved_docs))[:50],
+            "relevant": list(self.relevant), "retrieved_docs": list(dedupe_ranking(r.retrieved_docs))[:STORED_DOCS],
             "cited_docs": list(r.cited_docs), "supported_sentences": r.supported_sentences,
             "total_sentences": r.total_sentences, "latency_ms": {k: round(v, 2) for k, v in r.latency_ms.items()},
             "best_support": self.best_support, "evidence_docs": list(self.evidence_docs),
-            "hits": [h.__dict__ for h in self.hits], "error_message": self.error_message,
+            "hits": [h.__dict__ for h in self.hits[:STORED_HITS]], "error_message": self.error_message,
         }
 
     @classmethod
@@ -376,8 +390,9 @@ class BarChoice:
 
 
 def recommend_bar(records: Sequence[QuestionRecord], target: float = 0.8, step: float = 0.005) -> BarChoice | None:
-    """The abstain bar that maximises the smaller of (answer rate, abstain rate) — ties go to
-    the bar in the middle of the best plateau, away from both edges. ``None`` without scores."""
+    """The abstain bar that maximises the smaller of (answer rate, abstain rate), then their
+    sum; among equally good bars, the one in the middle of the plateau (away from both edges).
+    ``None`` without scores."""
     scored = [r for r in records if r.best_support is not None]
     if not scored:
         return None
@@ -385,10 +400,57 @@ def recommend_bar(records: Sequence[QuestionRecord], target: float = 0.8, step: 
     hi = max(r.best_support for r in scored) + step  # type: ignore[type-var]
     n = int((hi - lo) / step) + 1
     curve = abstain_curve(records, [lo + i * step for i in range(n)])
-    best = max(min(p.answer_rate, p.abstain_rate) for p in curve)
-    plateau = [p for p in curve if min(p.answer_rate, p.abstain_rate) == best]
+    def key(p: AbstainPoint) -> tuple[float, float]:
+        return (round(min(p.answer_rate, p.abstain_rate), 9), round(p.answer_rate + p.abstain_rate, 9))
+
+    best = max(key(p) for p in curve)
+    plateau = [p for p in curve if key(p) == best]
     mid = plateau[len(plateau) // 2]
     return BarChoice(mid.bar, mid.answer_rate, mid.abstain_rate, mid.answer_rate >= target and mid.abstain_rate >= target)
 
 
 __all__ += ["clear_encoder_cache", "AbstainPoint", "BarChoice", "recommend_bar", "settings_config", "ANSWER_METRICS", "CONFIG_KEYS"]
+
+
+# --------------------------------------------------------------------------- explaining a question
+
+
+def failure_reasons(record: QuestionRecord, *, k: int = 10) -> list[str]:
+    """Why a question counts as failed ("" list = it did not): for an answerable question,
+    an error, no relevant document among the first ``k`` retrieved documents, an abstention,
+    unsupported or uncited sentences, citations of which none is relevant; for an
+    unanswerable one, answering instead of abstaining."""
+    r = record.result
+    if r.status == "error":
+        return [f"error: {record.error_message or 'unknown'}"]
+    out: list[str] = []
+    if not r.answerable:
+        if r.status != "abstained" and r.total_sentences:
+            out.append("answered an unanswerable question")
+        return out
+    if r.relevant_docs and recall_at_k(r.retrieved_docs, r.relevant_docs, k) == 0.0:
+        out.append(f"retrieval: no relevant document in the top {k}")
+    if r.status == "abstained":
+        out.append("abstained")
+    elif r.total_sentences and r.supported_sentences < r.total_sentences:
+        out.append(f"{r.total_sentences - r.supported_sentences} of {r.total_sentences} sentences unsupported or uncited")
+    if r.cited_docs and r.relevant_docs and not set(r.cited_docs) & set(r.relevant_docs):
+        out.append("no citation into a relevant document")
+    return out
+
+
+def locate_doc(engine: Any, collection: str, stored_path: str, anchor: str | None = None) -> tuple[int, int, int | None] | None:
+    """(start_line, end_line, page) of the chunk of a stored document that carries ``anchor``
+    (else its first chunk), for a source-viewer link; ``None`` when the collection does not
+    hold the document."""
+    try:
+        chunks = engine.document_chunks(stored_path, collection)
+    except Exception:  # noqa: BLE001 - a link is a convenience
+        return None
+    if not chunks:
+        return None
+    hit = next((c for c in chunks if anchor and c.anchor == anchor), chunks[0])
+    return hit.start_line, hit.end_line, hit.page
+
+
+__all__ += ["failure_reasons", "locate_doc", "mapper_from_records"]

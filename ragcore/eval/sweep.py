@@ -39,6 +39,8 @@ __all__ = [
     "coerce_value",
     "evaluate",
     "parse_sweep",
+    "missing_relevant",
+    "stale_chunks",
     "write_charts",
 ]
 
@@ -176,6 +178,7 @@ def evaluate(
     limit: int | None = None,
     base_label: str | None = None,
     cold_cache: bool = False,
+    keep_temp: bool = True,
 ) -> EvalReport:
     """Run the base configuration, every sweep value and the baselines over ``dataset``.
 
@@ -186,6 +189,8 @@ def evaluate(
     questions (a quick look). ``cold_cache`` empties the encoder's cache before each
     configuration (see :func:`~ragcore.eval.runner.run_config`); either way the model and the
     search index are loaded before the first question, so no run pays for loading them.
+    ``keep_temp=False`` drops the chunk-size collections at the end (default: keep them, so a
+    re-run does not re-embed the corpus).
     """
     from .baselines import BM25_LABEL, LLAMAINDEX_LABEL, LlamaIndexBaseline, bm25_settings, run_llamaindex_baseline
 
@@ -210,6 +215,24 @@ def evaluate(
     base_chunking = (int(stored.get("chunk_size", base.chunk_size)), int(stored.get("chunk_overlap", base.chunk_overlap)))
     if base_chunking != (base.chunk_size, base.chunk_overlap):
         base = base.with_(chunk_size=base_chunking[0], chunk_overlap=base_chunking[1])
+
+    stale = stale_chunks(engine, collection, base)
+    if stale:
+        notes.append(
+            f"WARNING: {stale[0]} of {stale[1]} chunks of {collection!r} were written by another chunker, BM25 or "
+            f"embedding version (or chunk settings) than this code uses: queries and stored vectors may not match "
+            f"(BM25 above all). Re-run `ragcore ingest` on the corpus before trusting these numbers."
+        )
+        say(notes[-1])
+
+    missing = missing_relevant(engine, collection, ds)
+    if missing:
+        notes.append(
+            f"WARNING: {len(missing[0])} of {missing[1]} relevant documents of the data set are not in the collection "
+            f"{collection!r} (e.g. {', '.join(sorted(missing[0])[:3])}): is it the data set's corpus? Retrieval metrics "
+            f"cannot reach 1 for questions that need them."
+        )
+        say(notes[-1])
 
     label0 = base_label or f"ragcore {base.mode} (base)"
     planned: list[_Planned] = [_Planned(label0, base, collection)]
@@ -249,8 +272,8 @@ def evaluate(
         notes.append(
             f"chunk-size sweep: {'re-used' if existed else 'created'} the collection {col!r} in the same store "
             f"from {dataset.corpus_dir} (chunk_size={size}, chunk_overlap={overlap}; {c['added']} added, "
-            f"{c['updated']} updated, {c['unchanged']} unchanged, {c['failed']} failed, {rep.seconds:.0f} s). "
-            f"Drop it with ragcore's store when done."
+            f"{c['updated']} updated, {c['unchanged']} unchanged, {c['failed']} failed, {rep.seconds:.0f} s)"
+            + (", dropped at the end" if not keep_temp else "; kept for re-runs (ragcore eval --drop-temp drops it)")
         )
 
     n_runs = len({_key(p) for p in planned}) + (1 if "llamaindex" in baselines else 0)
@@ -291,6 +314,9 @@ def evaluate(
             runs.append(run_llamaindex_baseline(bl, ds, k=base.candidates, collection=collection,
                                                 mapper=mappers.get(collection), progress=sub_progress))
             done_runs += 1
+    if not keep_temp:
+        for col, _size, _overlap in to_ingest:
+            engine.store.drop(col)
     if progress:
         progress(total, total, "done")
     if cold_cache:
@@ -300,6 +326,35 @@ def evaluate(
         base_label=label0, runs=runs, sweeps=groups, notes=notes, seconds=time.perf_counter() - t_start,
         machine=_machine(), base_config=settings_config(base), corpus_version=info.corpus_version,
     )
+
+
+def missing_relevant(engine: Any, collection: str, dataset: EvalDataset) -> tuple[set[str], int] | None:
+    """(relevant documents of the data set that the collection does not hold, number of
+    distinct relevant documents), or ``None`` when all are there."""
+    relevant = {d for q in dataset.questions for d in q.relevant_docs}
+    if not relevant:
+        return None
+    mapper = mapper_for(engine, collection, dataset)
+    held = {mapper(p) for p, _ in engine.documents(collection)}
+    gone = relevant - held
+    return (gone, len(relevant)) if gone else None
+
+
+def stale_chunks(engine: Any, collection: str, settings: Settings) -> tuple[int, int] | None:
+    """(chunks written under another index fingerprint, all chunks) when the collection's
+    points carry fingerprints that differ from what this code would write; ``None`` when they
+    all match (or the store keeps no fingerprints)."""
+    try:
+        from ..ingest.pipeline import index_fingerprint
+
+        want = index_fingerprint(settings)
+        fps = [getattr(r, "fp", "") for r in engine.store.point_refs(collection)]
+    except Exception:  # noqa: BLE001 - a check, never a failure
+        return None
+    if not fps or not any(fps):
+        return None
+    n = sum(1 for f in fps if f != want)
+    return (n, len(fps)) if n else None
 
 
 def _key(p: _Planned) -> tuple:
@@ -329,7 +384,7 @@ def _png_available() -> bool:
 def _save(chart: Any, stem: Path) -> Path:
     path = stem.with_suffix(".png" if _png_available() else ".html")
     path.parent.mkdir(parents=True, exist_ok=True)
-    chart.save(str(path), **({"scale_factor": 1.5} if path.suffix == ".png" else {}))
+    chart.save(str(path), **({"scale_factor": 1.0} if path.suffix == ".png" else {}))
     return path
 
 
@@ -386,18 +441,38 @@ def _comparison_chart(report: EvalReport) -> Any:
     ).properties(width=110, height=180, title=f"{report.dataset} on {report.collection}")
 
 
+def _abstain_chart(report: EvalReport) -> Any | None:
+    """The base run's best support scores, answerable vs unanswerable, with the abstain bar."""
+    import altair as alt
+    import pandas as pd
+
+    run = report.run(report.base_label)
+    rows = [{"group": "answerable" if r.result.answerable else "unanswerable", "best support": r.best_support, "id": r.id}
+            for r in run.records if r.best_support is not None]
+    if run.retrieval_only or not rows:
+        return None
+    bar = float(run.config.get("abstain_bar", 0.0))
+    points = alt.Chart(pd.DataFrame(rows)).mark_tick(thickness=2, size=22).encode(
+        x=alt.X("best support:Q", scale=alt.Scale(domain=[0, 1])), y=alt.Y("group:N", title=None),
+        color=alt.Color("group:N", legend=None), tooltip=["id", "best support"],
+    )
+    rule = alt.Chart(pd.DataFrame([{"bar": bar}])).mark_rule(color="black", strokeDash=[4, 3]).encode(x=alt.X("bar:Q", title="best support"))
+    return (points + rule).properties(width=520, height=110, title=f"{run.label}: best support per question (dashed: abstain bar {bar:.2f})")
+
+
 def chart_paths(stem: Path, report: EvalReport) -> dict[str, Path]:
     """Where :func:`write_charts` puts each chart (suffix .png, or .html without vl-convert)."""
     suffix = ".png" if _png_available() else ".html"
-    out = {"comparison": stem.with_name(stem.name + "-comparison").with_suffix(suffix)}
+    out = {"comparison": stem.with_name(stem.name + "-comparison").with_suffix(suffix),
+           "abstain": stem.with_name(stem.name + "-abstain").with_suffix(suffix)}
     for g in report.sweeps:
         out[f"sweep:{g.key}"] = stem.with_name(f"{stem.name}-sweep-{g.key}").with_suffix(suffix)
     return out
 
 
 def write_charts(report: EvalReport, stem: Path | str) -> dict[str, Path]:
-    """A comparison chart of every configuration and one chart per sweep (each metric against
-    the swept value). PNG when ``vl-convert-python`` is installed, else a self-contained HTML
+    """A comparison chart of every configuration, one chart per sweep (each metric against
+    the swept value) and the base run's best-support scores against the abstain bar. PNG when ``vl-convert-python`` is installed, else a self-contained HTML
     file. ``stem`` like ``bench/results/eval-django`` gives ``eval-django-comparison.png`` and
     ``eval-django-sweep-top_k.png``."""
     stem = Path(stem)
@@ -407,6 +482,9 @@ def write_charts(report: EvalReport, stem: Path | str) -> dict[str, Path]:
         out["comparison"] = _save(_comparison_chart(report), paths["comparison"].with_suffix(""))
     for g in report.sweeps:
         out[f"sweep:{g.key}"] = _save(_sweep_chart(report, g), paths[f"sweep:{g.key}"].with_suffix(""))
+    abstain = _abstain_chart(report) if report.runs else None
+    if abstain is not None:
+        out["abstain"] = _save(abstain, paths["abstain"].with_suffix(""))
     return out
 
 

@@ -1,0 +1,256 @@
+"""Evaluate: run an evaluation data set against a collection, see the metrics, the questions
+that failed and the trend across saved runs. Thin: read widgets → ragcore.eval → render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from ragcore.eval.baselines import BM25_LABEL, LLAMAINDEX_LABEL
+from ragcore.eval.dataset import DatasetError, EvalDataset, load_dataset, load_dataset_bytes
+from ragcore.eval.metrics import ndcg_at_k, recall_at_k
+from ragcore.eval.report import TABLE_COLUMNS, load_saved_runs, save_run, trend_rows
+from ragcore.eval.runner import EvalRun, QuestionRecord, failure_reasons, locate_doc, mapper_from_records
+from ragcore.eval.sweep import METRIC_LABELS, EvalReport, SweepError, evaluate
+from ui import state
+from ui.render import fmt_ms, md_escape, md_inline, viewer_params
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "django-docs-qa"
+BASELINE_CHOICES = {"bm25": BM25_LABEL + " (ragcore sparse)", "llamaindex": LLAMAINDEX_LABEL + " (retrieval only; needs corpus/)"}
+
+rt = state.page_init()
+ss = st.session_state
+st.markdown("## Evaluate")
+st.caption("Ask every question of an evaluation data set (questions.jsonl + unanswerable.jsonl with relevance "
+           "judgements) and measure retrieval and answers. Every run is saved, so you can watch the trend.")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _load_folder(path: str, mtime: float) -> EvalDataset:
+    return load_dataset(path)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _load_upload(data: bytes, name: str) -> EvalDataset:
+    return load_dataset_bytes(data, name)
+
+
+# ---------------------------------------------------------------- inputs
+c1, c2 = st.columns([3, 2])
+with c1:
+    source = st.segmented_control("Data set", ["Folder", "Upload"], default="Folder", key="ev_source")
+    dataset: EvalDataset | None = None
+    try:
+        if source == "Upload":
+            up = st.file_uploader("A .jsonl file in the data set format", type=["jsonl"], key="ev_upload")
+            if up is not None:
+                dataset = _load_upload(up.getvalue(), up.name)
+        else:
+            folder = st.text_input("Folder (or a .jsonl file) on the machine that runs the app", key="ev_folder",
+                                   value=str(DEFAULT_DATASET) if DEFAULT_DATASET.is_dir() else "")
+            if folder.strip():
+                p = Path(folder.strip()).expanduser()
+                dataset = _load_folder(str(p), p.stat().st_mtime if p.exists() else 0.0)
+    except DatasetError as exc:
+        st.error(md_escape(str(exc)), icon=":material/error:")
+    if dataset is not None:
+        st.caption(f"**{md_inline(dataset.name)}**: {len(dataset.answerable)} answerable, {len(dataset.unanswerable)} "
+                   f"unanswerable questions" + (" · corpus/ present" if dataset.corpus_dir else " · no corpus/ folder"))
+with c2:
+    names = [c.name for c in rt.collections()]
+    if not names:
+        st.info("No collection yet: ingest the data set's corpus/ folder on the Library page first.", icon=":material/info:")
+        st.stop()
+    if ss["cfg_collection"] not in names:
+        ss["cfg_collection"] = names[0]
+    # bound to the sidebar's collection: moving one moves the other
+    collection = state.bound(st.selectbox, "Collection", "cfg_collection", key="ev_collection", options=names,
+                             help="The collection the data set's corpus/ was ingested into.")
+    baselines = st.pills("Also run", list(BASELINE_CHOICES), selection_mode="multi", format_func=BASELINE_CHOICES.get,
+                         key="ev_baselines", default=[])
+    limit = st.number_input("Questions per group (0 = all)", min_value=0, value=0, step=5, key="ev_limit",
+                            help="Only the first N answerable and first N unanswerable questions: a quick look.")
+
+settings = state.settings()
+st.caption(f"Configuration (sidebar and Settings page): mode **{settings.mode}** · top-K **{settings.top_k}** · "
+           f"threshold **{settings.threshold:.2f}** · fusion {settings.fusion} (k={settings.rrf_k}) · "
+           f"abstain bar {settings.abstain_bar:.2f} · generator {md_inline(state.generator_name(settings))}")
+
+if st.button("Run the evaluation", type="primary", disabled=dataset is None, icon=":material/play_arrow:"):
+    bar = st.progress(0.0, text="starting…")
+
+    def progress(done: int, total: int, label: str) -> None:
+        bar.progress(min(done / total, 1.0) if total else 0.0, text=f"{done}/{total} · {label}")
+
+    try:
+        with st.spinner("Evaluating…", show_time=True):
+            report = evaluate(rt.engine, dataset, collection=collection, settings=settings, baselines=list(baselines or []),
+                              progress=progress, limit=int(limit) or None)
+        saved = save_run(report, rt.settings.data_dir)
+        ss["ev_report"] = report
+        ss["ev_saved"] = str(saved)
+        bar.empty()
+    except SweepError as exc:
+        bar.empty()
+        st.error(md_escape(str(exc)), icon=":material/error:")
+    except Exception as exc:  # noqa: BLE001
+        bar.empty()
+        state.show_error(exc, "The evaluation")
+
+# ---------------------------------------------------------------- results
+report: EvalReport | None = ss.get("ev_report")
+
+
+def _metrics_frame(runs: list[EvalRun]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        m = r.metrics()
+        row = {"configuration": r.label}
+        row.update({h: m.get(k) for k, h in TABLE_COLUMNS})
+        row["p50 ms"] = m["latency_p50_ms"].get("total")
+        row["p95 ms"] = m["latency_p95_ms"].get("total")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _question_frame(run: EvalRun) -> pd.DataFrame:
+    rows = []
+    for rec in run.records:
+        r = rec.result
+        ranking = list(dict.fromkeys(r.retrieved_docs))
+        first = next((i for i, d in enumerate(ranking, 1) if d in set(r.relevant_docs)), None)
+        reasons = failure_reasons(rec)
+        rows.append({
+            "id": r.id, "question": r.question, "answerable": r.answerable, "status": r.status,
+            "failed": bool(reasons), "why": "; ".join(reasons),
+            "first relevant rank": first if r.relevant_docs else None,
+            "nDCG@10": ndcg_at_k(r.retrieved_docs, r.relevant_docs, 10) if r.relevant_docs else None,
+            "recall@10": recall_at_k(r.retrieved_docs, r.relevant_docs, 10) if r.relevant_docs else None,
+            "best support": rec.best_support,
+            "supported": f"{r.supported_sentences}/{r.total_sentences}" if r.total_sentences else "",
+            "total ms": r.latency_ms.get("total"),
+        })
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df["first relevant rank"] = df["first relevant rank"].astype("Int64")
+    return df
+
+
+def _doc_links(rec: QuestionRecord, run: EvalRun) -> None:
+    r = rec.result
+    relevant = set(r.relevant_docs)
+    col_a, col_b = st.columns(2)
+    with col_a:
+        st.markdown("**Relevant documents** (the data set's judgements)")
+        if not rec.relevant:
+            st.caption("None: an unanswerable question.")
+        m = mapper_from_records(run.records)
+        for entry in rec.relevant:
+            doc, _, anchor = entry.partition("#")
+            found = next((h for h in rec.hits if h.path == doc), None)
+            mark = f"retrieved at #{found.rank}" if found else "not in the top 20"
+            stored = found.stored_path if found else m.stored(doc)
+            loc = locate_doc(rt.engine, run.collection, stored, anchor or None) if run.collection else None
+            if loc:
+                st.page_link("pages/library.py", label=f"{md_inline(entry)} · {mark}", icon=":material/open_in_new:",
+                             query_params=viewer_params(stored, loc[0], loc[1], loc[2], run.collection))
+            else:
+                st.markdown(f"- {md_inline(entry)} · {mark} (not in this collection)")
+    with col_b:
+        st.markdown("**Retrieved documents** (best chunk of each, in rank order)")
+        for h in rec.hits[:10]:
+            st.page_link("pages/library.py", label=f"#{h.rank} {md_inline(h.path)}:{h.start_line}-{h.end_line}"
+                         + (" · **relevant**" if h.path in relevant else "") + ("" if h.kept else " (not in the evidence)"),
+                         icon=":material/check_circle:" if h.path in relevant else ":material/open_in_new:",
+                         query_params=viewer_params(h.stored_path, h.start_line, h.end_line, h.page, run.collection))
+        if not rec.hits:
+            st.caption("Nothing retrieved.")
+
+
+if report is not None:
+    st.divider()
+    st.markdown(f"### Results: {md_inline(report.dataset)} on `{md_inline(report.collection)}`")
+    st.caption(f"{md_inline(report.when)} · {report.seconds:.0f} s · saved to {md_inline(ss.get('ev_saved', ''))}")
+    base = report.runs[0]
+    m = base.metrics()
+    cols = st.columns(6)
+    for col, (k, label) in zip(cols, (("ndcg_at_10", "nDCG@10"), ("recall_at_10", "recall@10"), ("mrr_at_10", "MRR@10"),
+                                      ("answer_rate", "answered"), ("abstain_rate", "abstained (unanswerable)"),
+                                      ("token_f1", "token F1"))):
+        col.metric(label, "–" if m.get(k) is None else f"{m[k]:.3f}")
+    st.dataframe(_metrics_frame(report.runs), hide_index=True, width="stretch",
+                 column_config={h: st.column_config.NumberColumn(format="%.3f") for _, h in TABLE_COLUMNS}
+                 | {"p50 ms": st.column_config.NumberColumn(format="%.0f"), "p95 ms": st.column_config.NumberColumn(format="%.0f")})
+    lat = base.summary.latency_p50_ms
+    if lat:
+        st.caption("p50 per stage: " + " · ".join(f"{md_inline(s)} {fmt_ms(v)}" for s, v in lat.items()))
+    for note in report.notes + [f"{r.label}: {n}" for r in report.runs for n in r.notes]:
+        if note.startswith("WARNING"):
+            st.warning(md_escape(note), icon=":material/warning:")
+        else:
+            st.caption(md_inline(note))
+
+    st.markdown("#### Per question")
+    labels = [r.label for r in report.runs]
+    pick = st.selectbox("Configuration", labels, key="ev_run") if len(labels) > 1 else labels[0]
+    run = report.run(pick)
+    only_failed = st.toggle("Only questions that failed", value=False, key="ev_only_failed")
+    df = _question_frame(run)
+    if only_failed:
+        df = df[df["failed"]].reset_index(drop=True)
+    event = st.dataframe(
+        df, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key="ev_table",
+        column_config={
+            "question": st.column_config.TextColumn(width="large"),
+            "why": st.column_config.TextColumn("why it failed", width="medium"),
+            "nDCG@10": st.column_config.NumberColumn(format="%.2f"),
+            "recall@10": st.column_config.NumberColumn(format="%.2f"),
+            "best support": st.column_config.NumberColumn(format="%.3f", help="The composer's best evidence sentence score; "
+                                                          "below the abstain bar it abstains."),
+            "total ms": st.column_config.NumberColumn(format="%.0f"),
+        },
+    )
+    rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+    if rows and rows[0] < len(df):
+        qid = df.iloc[rows[0]]["id"]
+        rec = next(r for r in run.records if r.id == qid)
+        with st.container(border=True):
+            st.markdown(f"**{md_inline(rec.id)}** · {md_inline(rec.result.question)}")
+            reasons = failure_reasons(rec)
+            if reasons:
+                st.warning(md_escape("; ".join(reasons)), icon=":material/report:")
+            if not run.retrieval_only:
+                st.markdown("**Answer**")
+                st.text(rec.result.answer or "(no answer)")
+            if rec.result.reference:
+                with st.expander("Reference answer (the data set's)"):
+                    st.text(rec.result.reference)
+            _doc_links(rec, run)
+    else:
+        st.caption("Select a row to see the retrieved and the relevant documents, with links to the source viewer.")
+
+# ---------------------------------------------------------------- trend across saved runs
+st.divider()
+st.markdown("### Trend across saved runs")
+saved_runs = load_saved_runs(rt.settings.data_dir)
+trend_dataset = report.dataset if report is not None else (dataset.name if dataset is not None else None)
+trend = pd.DataFrame(trend_rows(saved_runs, dataset=trend_dataset, collection=collection))
+if trend.empty:
+    st.caption("No saved runs for this data set and collection yet.")
+else:
+    metric_keys = [k for k in METRIC_LABELS if k in trend.columns and trend[k].notna().any()]
+    metric = st.selectbox("Metric", metric_keys, format_func=METRIC_LABELS.get, key="ev_trend_metric",
+                          index=metric_keys.index("ndcg_at_10") if "ndcg_at_10" in metric_keys else 0)
+    trend["when"] = pd.to_datetime(trend["when"], errors="coerce")
+    chart = alt.Chart(trend.dropna(subset=[metric])).mark_line(point=True).encode(
+        x=alt.X("when:T", title=None),
+        y=alt.Y(f"{metric}:Q", title=METRIC_LABELS[metric], scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("label:N", title="configuration"),
+        tooltip=["when:T", "label:N", alt.Tooltip(f"{metric}:Q", format=".3f"), "file:N"],
+    ).properties(height=280)
+    st.altair_chart(chart, width="stretch")
+    st.caption(f"{len(saved_runs)} saved evaluation files under {md_inline(str(Path(rt.settings.data_dir) / 'eval_runs'))}.")
