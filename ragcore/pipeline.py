@@ -19,7 +19,7 @@ from .config import Settings
 from .embeddings import OnnxMiniLM
 from .guardrails import is_hedged, route_question
 from .ingest.chunking import chunk_id as make_chunk_id
-from .ingest.pipeline import Progress, SourceFile, discover, ingest
+from .ingest.pipeline import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from .retrieval import Retriever, apply_cuts
 from .store import Store
 from .synthesis.extractive import ABSTAIN_TEXT, ExtractiveComposer
@@ -43,6 +43,7 @@ class SelectionInput:
     text: str
     source: str | None = None  # e.g. the file the passage was selected from
     start_line: int = 1  # line of the source where the selection starts
+    page: int | None = None  # PDF page the passage is on
 
 
 class Engine:
@@ -84,14 +85,21 @@ class Engine:
 
     def ingest_uploads(
         self, files: Sequence[tuple[str, bytes]], collection: str | None = None, *, progress: Progress | None = None,
+        settings: Settings | None = None,
     ) -> IngestReport:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
-        name = collection or self.settings.collection
+        s = settings or self.settings
+        name = collection or s.collection
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
-        report = ingest(sources, root="(upload)", collection=name, store=self.store, encoder=self.encoder,
-                        settings=self.settings, prune=False, progress=progress)
+        report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
+                        settings=s, prune=False, progress=progress)
         self.retriever.invalidate(name)
         return report
+
+    def drop(self, collection: str) -> None:
+        """Delete a collection and its metadata (the next ingest starts from scratch)."""
+        self.store.drop(collection)
+        self.retriever.invalidate(collection)
 
     def collections(self) -> list[CollectionInfo]:
         return [self.store.info(n) for n in self.store.collection_names()]
@@ -376,7 +384,7 @@ def selection_evidence(sel: SelectionInput) -> list[Evidence]:
         raw = sel.text[span.start : span.end]
         chunk = Chunk(
             chunk_id=make_chunk_id(path, start, end, raw), text=raw, path=path, doc_hash="selection", kind="text",
-            start_line=start, end_line=end, section=("selection",), ordinal=i - 1,
+            start_line=start, end_line=end, section=("selection",), page=sel.page, ordinal=i - 1,
         )
         out.append(Evidence(n=i, chunk=chunk, origin="selection", score=None, score_kind="cosine"))
     return out

@@ -184,7 +184,7 @@ class Citation:
     section: tuple[str, ...]
     page: int | None
     anchor: str | None
-    url: str  # ragcore://path#L12-L20 style locator the app turns into a link
+    url: str  # "?path=…&lines=a-b[&page=p]": the query the app's source viewer opens
     retrieval_score: float | None
     score_kind: ScoreKind
     support: float  # 0..1, how well the citing sentences are supported by this evidence

@@ -39,6 +39,7 @@ Progress = Callable[[int, int, str], None]  # (files done, files total, current 
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache"}
 WRITE_BATCH = 256
+UPLOAD_ROOT = "(upload)"
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,8 @@ def ingest(
 
     version = corpus_version(hashes)
     built_at = utc_now()
+    if root == UPLOAD_ROOT:  # uploads join a collection: its folder on disk is still where it was
+        root = store.read_meta(collection).get("root") or root
     store.write_meta(
         collection,
         {
