@@ -83,7 +83,7 @@ class Settings:
     path_filter: str | None = None  # glob on the relative path
 
     # answering
-    abstain_bar: float = 0.48  # best sentence score below this: abstain (tuned on django-docs-qa)
+    abstain_bar: float = 0.50  # best sentence score below this: abstain (tuned on django-docs-qa)
     min_selection_chars: int = 40
     max_answer_sentences: int = 4
     conversation_turns: int = 0
