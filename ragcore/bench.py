@@ -81,7 +81,6 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
             dest = staging / f.relative_to(corpus)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(f.read_bytes())
-        words = 0
         encoder = OnnxMiniLM()
         encoder.encode(["warm up"])
 
@@ -109,9 +108,6 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
         report = engine.ingest([staging], "bench")
         secs = time.perf_counter() - t0
         chunks = report.chunks_written
-        for o in report.outcomes:
-            if o.status == "added":
-                words += 0
         engine.close()
         ours = {"seconds": round(secs, 2), "chunks": chunks, "chunks_per_s": round(chunks / secs, 2),
                 "failed_files": report.count("failed")}
@@ -160,7 +156,6 @@ def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> 
     from dataclasses import replace
 
     from .ingest.chunking import chunk_id
-    from .store import point_id
 
     data = src_engine.store.load(src)
     dest_engine.store.ensure_collection(dest)
@@ -178,7 +173,6 @@ def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> 
         n += take
         k += 1
     dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
-    assert point_id  # ids come from chunk ids (see store.point_id)
     return n
 
 

@@ -37,7 +37,9 @@ MAX_RANGE = 20  # "[1-1000]" is not a citation; ranges wider than this are treat
 
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*\d[\d\s,\-–]*\])+")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
-_MARKER = re.compile(r"\[(\s*\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*\s*)\]")
+# a citation marker: [1], [1, 3], [2-4]; group 1 is the body parse_marker() reads
+MARKER_RE = re.compile(r"\[(\s*\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*\s*)\]")
+_MARKER = MARKER_RE
 Encoder = Callable[[Sequence[str]], np.ndarray]
 
 

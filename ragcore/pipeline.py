@@ -22,7 +22,7 @@ from .ingest.chunking import chunk_id as make_chunk_id
 from .ingest.pipeline import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from .retrieval import Retriever, apply_cuts
 from .store import Store
-from .synthesis.extractive import ABSTAIN_TEXT, ExtractiveComposer
+from .synthesis.extractive import ExtractiveComposer
 from .textutil import line_of_offset, sentence_spans
 from .types import (
     Answer, Candidate, Chunk, CollectionInfo, Event, Evidence, IngestReport, RetrievalResult, Validation,

@@ -191,10 +191,10 @@ class Retriever:
             pats = parse_path_filter(settings.path_filter)
             pool = [e for e in pool if path_matches(e[0].path, pats)]
             # ranks within each branch after filtering, as the embedded index computes them
-            for i, pos in ((3, 3), (4, 4)):
+            for i in (3, 4):  # dense rank, sparse rank
                 order = sorted((e for e in pool if e[i] is not None), key=lambda e: e[i])[: settings.candidates]
                 keep = {id(e): r for r, e in enumerate(order, 1)}
-                pool = [(*e[:pos], keep.get(id(e)), *e[pos + 1 :]) for e in pool]
+                pool = [(*e[:i], keep.get(id(e)), *e[i + 1 :]) for e in pool]
             pool = [e for e in pool if e[3] is not None or e[4] is not None]
         return pool  # type: ignore[return-value]
 

@@ -13,10 +13,11 @@ import re
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode
 
+from ragcore.citations import MARKER_RE as _MARKER, parse_marker
+
 # every ASCII punctuation character CommonMark can escape, plus what Streamlit's Markdown adds
 # (":" for :emoji:/:color[...]:, "$" for LaTeX, "~" for strikethrough)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^\"'@%;?,/])")
-_MARKER = re.compile(r"\[(\s*\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*\s*)\]")
 LIBRARY_URL_PATH = "library"
 PASTED = "(selection)"  # the path ragcore gives a selection that came from no file
 
@@ -43,21 +44,6 @@ def md_code(text: Any) -> str:
     """Text as an inline code span: literal inside, so no escaping — only backticks are replaced."""
     body = " ".join(str(text if text is not None else "").split()).replace("`", "\u02cb")
     return f"`{body}`" if body else ""
-
-
-def parse_marker(body: str) -> list[int]:
-    nums: list[int] = []
-    for part in body.split(","):
-        part = part.strip()
-        if re.fullmatch(r"\d+", part):
-            nums.append(int(part))
-            continue
-        m = re.fullmatch(r"(\d+)\s*[-–]\s*(\d+)", part)
-        if m:
-            a, b = int(m.group(1)), int(m.group(2))
-            if a <= b <= a + 20:
-                nums.extend(range(a, b + 1))
-    return nums
 
 
 def viewer_params(path: str, start: int, end: int, page: int | None = None, collection: str | None = None) -> dict[str, str]:
@@ -107,7 +93,7 @@ def answer_markdown(text: str, targets: Mapping[int, str]) -> str:
 
     def hold(m: re.Match[str]) -> str:
         parts = []
-        for n in parse_marker(m.group(1)):
+        for n in parse_marker(m.group(1)) or []:
             url = targets.get(n)
             parts.append(f"[\\[{n}\\]]({url})" if url else f"\\[{n}\\]")
         links.append("".join(parts) if parts else md_inline(m.group(0)))

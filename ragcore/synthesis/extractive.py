@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
 
 from ..embeddings import OnnxMiniLM
 from ..store import embed_text

@@ -40,7 +40,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence, Union
 
 
 __all__ = [
