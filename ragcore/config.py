@@ -83,7 +83,10 @@ class Settings:
     path_filter: str | None = None  # glob on the relative path
 
     # answering
-    abstain_bar: float = 0.50  # best sentence score below this: abstain (tuned on django-docs-qa)
+    abstain_bar: float = 0.50  # support below this: abstain (answerability.py; tuned on django-docs-qa)
+    # Use the collection's own calibrated bar when it has one (ragcore eval --calibrate):
+    # cosine levels differ between corpora, so one bar does not fit every collection.
+    calibrated_bar: bool = True
     min_selection_chars: int = 40
     max_answer_sentences: int = 4
     conversation_turns: int = 0

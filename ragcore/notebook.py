@@ -419,7 +419,7 @@ class RunDiff:
 
 
 _SENT = re.compile(r"(?<=[.!?])\s+")
-_IGNORED_KEYS = {"request_id", "config.data_dir", "latency_ms", "chunks_retrieved", "chunks_used", "best_support",
+_IGNORED_KEYS = {"request_id", "config.data_dir", "latency_ms", "chunks_retrieved", "chunks_used", "best_support", "support",
                  "candidates_trimmed", "packing"}
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
 
+from .answerability import Support, assess
 from .citations import SupportScorer, check_answer, evidence_from_candidates
 from .config import Settings
 from .embeddings import OnnxMiniLM
@@ -22,8 +23,9 @@ from .ingest.chunking import chunk_id as make_chunk_id
 from .ingest.pipeline import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from .retrieval import Retriever, apply_cuts
 from .store import Store
-from .synthesis.extractive import ExtractiveComposer
+from .synthesis.extractive import ABSTAIN_TEXT, ExtractiveComposer
 from .textutil import line_of_offset, sentence_spans
+from .topics import TopicIndex, TopicMatch
 from .types import (
     Answer, Candidate, Chunk, CollectionInfo, Event, Evidence, IngestReport, RetrievalResult, Validation,
 )
@@ -62,6 +64,8 @@ class Engine:
         self._generator_factory = generator_factory
         self._scorer = SupportScorer(encoder=self.encoder.encode)
         self._generators: dict[Any, Any] = {}
+        self._topics: dict[str, tuple[str | None, TopicIndex]] = {}
+        self._topics_lock = threading.Lock()
 
     def close(self) -> None:
         for gen in self._generators.values():
@@ -119,6 +123,37 @@ class Engine:
     def retrieve(self, question: str, settings: Settings | None = None, collection: str | None = None) -> RetrievalResult:
         s = settings or self.settings
         return self.retriever.search(collection or s.collection, question, s)
+
+    def topic_index(self, collection: str) -> TopicIndex:
+        """The collection's section headings with their vectors, rebuilt when the corpus changes."""
+        version = self.store.read_meta(collection).get("corpus_version")
+        with self._topics_lock:
+            hit = self._topics.get(collection)
+            if hit is None or hit[0] != version:
+                hit = (version, TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder))
+                self._topics[collection] = hit
+            return hit[1]
+
+    def abstain_bar(self, settings: Settings | None = None, collection: str | None = None) -> tuple[float, str]:
+        """The bar in force and where it comes from ("calibrated on …" or "settings")."""
+        s = settings or self.settings
+        if s.calibrated_bar:
+            cal = self.store.read_meta(collection or s.collection).get("calibration") or {}
+            if isinstance(cal.get("bar"), (int, float)):
+                return float(cal["bar"]), f"calibrated on {cal.get('dataset', 'a data set')}"
+        return s.abstain_bar, "settings"
+
+    def support(self, question: str, settings: Settings | None = None, collection: str | None = None) -> Support:
+        """The corpus-mode support score of a question, without composing an answer."""
+        s = settings or self.settings
+        name = collection or s.collection
+        result = self.retriever.search(name, question, s)
+        return assess("corpus", question, result.candidates, self.closest_topic(question, s, name), None)
+
+    def closest_topic(self, question: str, settings: Settings | None = None, collection: str | None = None) -> TopicMatch | None:
+        s = settings or self.settings
+        q = self.encoder.encode([question])[0]  # cached: retrieval embedded the same text
+        return self.topic_index(collection or s.collection).best(q, s.path_filter)
 
     @staticmethod
     def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool) -> RetrievalResult:
@@ -226,25 +261,33 @@ class Engine:
             yield ev("sources", evidence=tuple(evidence), candidates=candidates)
 
             t_gen = time.perf_counter()
-            composer = ExtractiveComposer(self.encoder, abstain_bar=s.abstain_bar, max_sentences=s.max_answer_sentences)
+            composer = ExtractiveComposer(self.encoder, max_sentences=s.max_answer_sentences)
             extractive = composer.compose(standalone, evidence)
-            meta["best_support"] = round(extractive.best_score, 4)
+            t_assess = time.perf_counter()
+            topic = self.closest_topic(standalone, s, name) if mode != "selection" else None
+            support = assess(mode, standalone, candidates, topic, extractive.best_selection)
+            meta["best_support"] = round(support.score, 4)
+            meta["support"] = support.as_dict()
+            latency["assess"] = (time.perf_counter() - t_assess) * 1e3
+            bar, bar_source = self.abstain_bar(s, name) if mode != "selection" else (s.abstain_bar, "settings")
+            meta["abstain_bar"] = {"value": bar, "source": bar_source}
+            abstain_reason = _abstain_reason(evidence, support, extractive.status == "abstained", bar, s)
             notes: list[str] = []
             actions: list[str] = []
             status = "ok"
             error_message = None
             generator_name = "extractive"
-            text = extractive.text
+            text = ABSTAIN_TEXT if abstain_reason else extractive.text
 
             def cancelled_answer(text_so_far: str, generator: str) -> Answer:
                 return Answer(question=question, answer=text_so_far, status="partial", evidence=tuple(evidence),
                               candidates=candidates, metadata={**meta, "generator": generator, "latency_ms": latency},
                               error_message="Cancelled by the user.")
 
-            use_llm = s.llm.configured and extractive.status != "abstained"
-            if extractive.status == "abstained":
+            use_llm = s.llm.configured and not abstain_reason
+            if abstain_reason:
                 status = "abstained"
-                actions.append(f"abstained: best evidence scored {extractive.best_score:.2f} < abstain bar {s.abstain_bar:.2f}")
+                actions.append(f"abstained: {abstain_reason}")
             if use_llm:
                 gen_events, outcome = self._generate_llm(question, evidence, history, s, cancel, ev)
                 yield from gen_events
@@ -372,6 +415,17 @@ class Engine:
                 outcome["error"] = GenerationError("empty", "The model returned an empty answer. Try again or check the model name.")
 
         return run(), outcome
+
+
+def _abstain_reason(evidence: Sequence[Evidence], support: Support, nothing_to_quote: bool, bar: float, s: Settings) -> str | None:
+    """Why the engine will not answer, or None when it will."""
+    if not evidence:
+        return "no evidence passed top-K and the threshold"
+    if support.score < bar:
+        return support.explain(bar)
+    if nothing_to_quote and not s.llm.configured:
+        return "the evidence has no prose sentence to quote (only code or tables); an LLM could still answer from it"
+    return None
 
 
 def selection_evidence(sel: SelectionInput) -> list[Evidence]:

@@ -32,6 +32,10 @@ from .types import Chunk, CollectionInfo
 DENSE = "dense"
 SPARSE = "sparse"
 META_COLLECTION = "ragcore__meta"
+# Embedded section headings, shared by every collection: a heading's vector depends only on
+# its text and the model, so one entry serves every corpus, re-ingest and process.
+TOPICS_COLLECTION = "ragcore__topics"
+RESERVED_PREFIX = "ragcore__"
 # payload keys of a chunk point (besides LlamaIndex's own _node_content / doc_id …)
 CHUNK_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section",
@@ -71,6 +75,18 @@ class PointRef:
     doc_hash: str
     doc_chunks: int
     fp: str = ""  # index fingerprint the point was written with (see ingest.pipeline)
+
+
+@dataclass(frozen=True)
+class SectionRef:
+    """Where a chunk sits, for the topic index: no text, no vectors."""
+
+    path: str
+    start_line: int
+    section: tuple[str, ...]
+    title: str | None
+    anchor: str | None = None
+    page: int | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +167,7 @@ class Store:
         return self.client.collection_exists(name)
 
     def ensure_collection(self, name: str) -> None:
-        if name == META_COLLECTION or not name.replace("-", "").replace("_", "").isalnum():
+        if name.startswith(RESERVED_PREFIX) or not name.replace("-", "").replace("_", "").isalnum():
             raise StoreError(f"Invalid collection name {name!r}: use letters, digits, - and _.")
         if self.client.collection_exists(name):
             return
@@ -269,6 +285,42 @@ class Store:
         mat = np.asarray(dense, dtype=np.float32).reshape(len(dense), DIMENSION)
         return CollectionData(tuple(chunks), mat, tuple(sparse))
 
+    def section_refs(self, name: str) -> list[SectionRef]:
+        """Where every chunk sits (path, line, section path, title), without text or vectors."""
+        if not self.exists(name):
+            return []
+        return [
+            SectionRef(p.payload["path"], int(p.payload["start_line"]), tuple(p.payload.get("section") or ()),
+                       p.payload.get("title"), p.payload.get("anchor"), p.payload.get("page"))
+            for p in self._scroll(name, with_payload=["path", "start_line", "section", "title", "anchor", "page"],
+                                  with_vectors=False)
+        ]
+
+    # ------------------------------------------------------------------ heading vectors (see topics.py)
+
+    def heading_vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of these heading texts (texts never embedded are absent)."""
+        if not texts or not self.client.collection_exists(TOPICS_COLLECTION):
+            return {}
+        out: dict[str, np.ndarray] = {}
+        ids = {_heading_id(t): t for t in texts}
+        keys = list(ids)
+        for i in range(0, len(keys), 1000):
+            for p in self.client.retrieve(TOPICS_COLLECTION, keys[i : i + 1000], with_vectors=True, with_payload=False):
+                out[ids[str(p.id)]] = np.asarray(p.vector, dtype=np.float32)
+        return out
+
+    def write_heading_vectors(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        if not texts:
+            return
+        if not self.client.collection_exists(TOPICS_COLLECTION):
+            self.client.create_collection(
+                TOPICS_COLLECTION, vectors_config=qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)
+            )
+        points = [qm.PointStruct(id=_heading_id(t), vector=v.tolist(), payload={"text": t}) for t, v in zip(texts, vectors)]
+        for i in range(0, len(points), 512):
+            self.client.upsert(TOPICS_COLLECTION, points[i : i + 512], wait=True)
+
     def chunks_of(self, name: str, path: str) -> list[Chunk]:
         flt = qm.Filter(must=[qm.FieldCondition(key="path", match=qm.MatchValue(value=path))])
         pts = []
@@ -290,7 +342,8 @@ class Store:
             self.client.create_collection(
                 META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT)
             )
-        payload = {"name": name, "embedding_model": MODEL_NAME, **meta}
+        # merged into what is there: an ingest must not erase, say, a calibrated abstain bar
+        payload = {**self.read_meta(name), "name": name, "embedding_model": MODEL_NAME, **meta}
         self.client.upsert(META_COLLECTION, [qm.PointStruct(id=_meta_id(name), vector=[1.0], payload=payload)], wait=True)
 
     def read_meta(self, name: str) -> dict[str, Any]:
@@ -300,7 +353,7 @@ class Store:
         return dict(got[0].payload) if got else {}
 
     def collection_names(self) -> list[str]:
-        return sorted(c.name for c in self.client.get_collections().collections if c.name != META_COLLECTION)
+        return sorted(c.name for c in self.client.get_collections().collections if not c.name.startswith(RESERVED_PREFIX))
 
     def info(self, name: str) -> CollectionInfo:
         meta = self.read_meta(name)
@@ -314,6 +367,10 @@ class Store:
             embedding_model=meta.get("embedding_model"),
             settings=meta.get("settings", {}),
         )
+
+
+def _heading_id(text: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragcore-heading:{MODEL_NAME}:{text}"))
 
 
 def _meta_id(name: str) -> str:

@@ -31,6 +31,7 @@ from ..config import Settings
 from ..embeddings import DIMENSION, MODEL_NAME, OnnxMiniLM
 from ..sparse import SPARSE_VERSION
 from ..store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
+from ..topics import ensure_heading_vectors, heading_of
 from ..types import Chunk, FileOutcome, IngestReport
 from .chunking import CHUNKER_VERSION, chunk_document
 from .loaders import LoadError, kind_for, load_bytes, read_bytes
@@ -165,6 +166,7 @@ def ingest(
     outcomes: list[FileOutcome] = []
     hashes: dict[str, str] = {}
     seen: set[str] = set()
+    headings: set[str] = set()
     for i, src in enumerate(sources):
         seen.add(src.rel)
         if progress:
@@ -188,9 +190,14 @@ def ingest(
             continue
         new_ids = {point_id(c.chunk_id) for c in chunks}
         writer.add_file(chunks, [r.id for r in refs if r.id not in new_ids])
+        headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
         hashes[src.rel] = doc.doc_hash
         outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
     writer.flush()
+    if headings:  # the topic index (topics.py) needs them at the first question; embed them now
+        if progress:
+            progress(len(sources), len(sources), f"embedding {len(headings)} section headings")
+        ensure_heading_vectors(store, encoder, headings)
 
     if prune:
         gone = sorted(set(state) - seen)

@@ -9,8 +9,10 @@ last term is the chunk's own retrieval cosine; pointer sentences ("See X for mor
 keep 85% of their score (a sentence inherits some of its passage's
 relevance: "Set it in settings.py" answers nothing alone but does inside the right section).
 It keeps the best sentence and those close to it (≥ 80% of its score), skipping near
-duplicates, up to ``max_sentences``, and puts ``[n]`` after each. When even the best sentence
-scores under ``abstain_bar`` the composer abstains. Deterministic: same evidence, same answer.
+duplicates, up to ``max_sentences``, and puts ``[n]`` after each. Whether to answer at all is
+the engine's call (``answerability.py``); given an ``abstain_bar`` the composer also abstains
+by itself when even the best sentence scores under it. Deterministic: same evidence, same
+answer.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class ExtractiveResult:
     status: str  # "ok" | "abstained"
     best_score: float
     picked: tuple[Picked, ...]
+    best_selection: float | None = None  # best score among sentences of the selection, if any
 
 
 def _usable(span: Span, section: tuple[str, ...]) -> bool:
@@ -62,7 +65,7 @@ def _usable(span: Span, section: tuple[str, ...]) -> bool:
 class ExtractiveComposer:
     name = "extractive"
 
-    def __init__(self, encoder: OnnxMiniLM, *, abstain_bar: float, max_sentences: int = 4) -> None:
+    def __init__(self, encoder: OnnxMiniLM, *, abstain_bar: float | None = None, max_sentences: int = 4) -> None:
         self.encoder = encoder
         self.abstain_bar = abstain_bar
         self.max_sentences = max_sentences
@@ -99,8 +102,10 @@ class ExtractiveComposer:
             return ExtractiveResult(ABSTAIN_TEXT, "abstained", 0.0, ())
         ranked = sorted(scored, key=lambda p: (-p.score, p.n, p.span.start))
         best = ranked[0]
-        if best.score < self.abstain_bar:
-            return ExtractiveResult(ABSTAIN_TEXT, "abstained", best.score, ())
+        selected = {e.n for e in evidence if e.origin == "selection"}
+        best_selection = max((p.score for p in scored if p.n in selected), default=None)
+        if self.abstain_bar is not None and best.score < self.abstain_bar:
+            return ExtractiveResult(ABSTAIN_TEXT, "abstained", best.score, (), best_selection)
         chosen: list[Picked] = [best]
         for p in ranked[1:]:
             if len(chosen) >= self.max_sentences or p.score < _RELATIVE_KEEP * best.score:
@@ -113,7 +118,7 @@ class ExtractiveComposer:
         rest = sorted(chosen[1:], key=lambda p: (p.n, p.span.start))
         ordered = [chosen[0], *rest]
         text = " ".join(_with_marker(p) for p in ordered)
-        return ExtractiveResult(text, "ok", best.score, tuple(ordered))
+        return ExtractiveResult(text, "ok", best.score, tuple(ordered), best_selection)
 
 
 def _with_marker(p: Picked) -> str:

@@ -1,0 +1,104 @@
+"""The corpus's topics: its section headings, embedded, to tell whether a corpus covers a
+question at all.
+
+A question that a corpus answers is usually the subject of one of its sections ("How do I
+get started?" → "Getting started", "command not found: django-admin" → "django-admin and
+manage.py"). A question it does not answer often shares words with some passage ("Why are
+Python strings immutable?" → a sentence about ``strings_only`` converting Python numbers to
+strings) but names no section's subject. On django-docs-qa the closest heading's cosine
+separates answerable from unanswerable questions better than any passage- or sentence-level
+similarity (AUC 0.84 vs 0.75 for the best evidence sentence; see
+``bench/results/eval-django-analysis.md``), and it costs one matrix product per question.
+
+A chunk's topic is its innermost heading (the page title when it has none). Heading vectors
+live in Qdrant's shared ``ragcore__topics`` collection, keyed by text: ingest embeds the
+headings it has not seen, and a collection ingested before this module existed gets them on
+its first question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .embeddings import DIMENSION, OnnxMiniLM
+from .search_index import parse_path_filter, path_matches
+from .store import SectionRef, Store
+
+
+@dataclass(frozen=True)
+class TopicMatch:
+    """The heading closest to a question, and where its section starts."""
+
+    heading: str
+    score: float  # cosine(question, heading)
+    path: str
+    start_line: int
+    anchor: str | None = None
+    page: int | None = None
+
+
+def heading_of(section: Sequence[str], title: str | None) -> str | None:
+    """A chunk's topic: its innermost heading, else its document's title."""
+    for text in (*reversed(tuple(section)), title):
+        if text and text.strip():
+            return text.strip()
+    return None
+
+
+def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str]) -> dict[str, np.ndarray]:
+    """Vectors for ``headings``: stored ones are read, the rest embedded once and stored."""
+    texts = sorted(set(headings))
+    have = store.heading_vectors(texts)
+    missing = [t for t in texts if t not in have]
+    if missing:
+        # uncached: thousands of headings would flush the query/sentence cache
+        vecs = encoder.encode_uncached(missing)
+        store.write_heading_vectors(missing, vecs)
+        have.update(zip(missing, vecs))
+    return have
+
+
+class TopicIndex:
+    """One row per (heading, document): the first place each heading occurs in each file."""
+
+    def __init__(self, matches: Sequence[TopicMatch], vectors: np.ndarray) -> None:
+        self.rows = tuple(matches)
+        self.vectors = vectors.reshape(len(self.rows), DIMENSION)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @classmethod
+    def build(cls, refs: Iterable[SectionRef], store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
+        first: dict[tuple[str, str], SectionRef] = {}
+        for ref in refs:
+            heading = heading_of(ref.section, ref.title)
+            if heading is None:
+                continue
+            key = (heading, ref.path)
+            seen = first.get(key)
+            if seen is None or (ref.page or 0, ref.start_line) < (seen.page or 0, seen.start_line):
+                first[key] = ref
+        vecs = ensure_heading_vectors(store, encoder, (h for h, _ in first))
+        keys = sorted(first)
+        rows = [TopicMatch(h, 0.0, p, first[h, p].start_line, first[h, p].anchor, first[h, p].page) for h, p in keys]
+        mat = np.stack([vecs[h] for h, _ in keys]) if keys else np.zeros((0, DIMENSION), dtype=np.float32)
+        return cls(rows, mat)
+
+    def best(self, q_vec: np.ndarray, path_filter: str | None = None) -> TopicMatch | None:
+        """The heading closest to the question (among documents the path filter admits)."""
+        if not self.rows:
+            return None
+        sims = self.vectors @ q_vec
+        if path_filter:
+            patterns = parse_path_filter(path_filter)
+            allowed = np.fromiter((path_matches(r.path, patterns) for r in self.rows), bool, len(self.rows))
+            if not allowed.any():
+                return None
+            sims = np.where(allowed, sims, -np.inf)
+        i = int(np.argmax(sims))
+        r = self.rows[i]
+        return TopicMatch(r.heading, float(sims[i]), r.path, r.start_line, r.anchor, r.page)
