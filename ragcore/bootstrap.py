@@ -15,14 +15,26 @@ def demo_corpus_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "docs"
 
 
-def ensure_demo_collection(engine: Engine, collection: str = DEMO_COLLECTION) -> IngestReport | None:
-    """Ingest docs/ into ``collection`` when the collection does not exist yet or is empty.
+def demo_calibration_dir() -> Path:
+    """Questions about the guide, answerable and not, that calibrate its abstain bar."""
+    return Path(__file__).resolve().parent.parent / "bench" / "data" / "guide-qa"
 
-    Returns the ingest report, or None when there was nothing to do.
+
+def ensure_demo_collection(engine: Engine, collection: str = DEMO_COLLECTION) -> IngestReport | None:
+    """Ingest docs/ into ``collection`` when the collection does not exist yet or is empty,
+    and calibrate its abstain bar when it has none (about two seconds).
+
+    Returns the ingest report, or None when there was nothing to ingest.
     """
-    if engine.store.exists(collection) and engine.store.count(collection) > 0:
-        return None
-    docs = demo_corpus_dir()
-    if not docs.is_dir():
-        return None
-    return engine.ingest([docs], collection)
+    report = None
+    if not (engine.store.exists(collection) and engine.store.count(collection) > 0):
+        docs = demo_corpus_dir()
+        if not docs.is_dir():
+            return None
+        report = engine.ingest([docs], collection)
+    if "calibration" not in engine.store.read_meta(collection) and demo_calibration_dir().is_dir():
+        from .eval.calibration import calibrate
+        from .eval.dataset import load_dataset
+
+        calibrate(engine, load_dataset(demo_calibration_dir()), collection)
+    return report

@@ -51,9 +51,12 @@ def make_engine(tmp_path: Path, encoder: OnnxMiniLM) -> Iterator[Callable[..., E
 
 @pytest.fixture(scope="session")
 def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
-    """The bundled user guide (docs/) ingested once, collection "guide"."""
+    """The bundled user guide (docs/) ingested and its abstain bar calibrated, as the app's
+    first start does (collection "guide")."""
+    from ragcore.bootstrap import ensure_demo_collection
+
     e = Engine(Settings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
-    e.ingest([DOCS], "guide")
+    ensure_demo_collection(e, "guide")
     yield e
     e.close()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from ragcore.synthesis.packing import (
     ENCODING_NAME,

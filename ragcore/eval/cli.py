@@ -44,6 +44,9 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--warm", action="store_true",
                    help="keep the encoder's vector cache between configurations (faster; latencies then depend on run order)")
     e.add_argument("--drop-temp", action="store_true", help="drop the chunk-size sweep's collections at the end")
+    e.add_argument("--calibrate", action="store_true",
+                   help="first choose the collection's abstain bar from this data set and store it with the "
+                        "collection (the app and `ragcore ask` then use it); the run then uses that bar")
     e.add_argument("--no-charts", action="store_true", help="do not write charts")
     e.add_argument("--no-save", action="store_true", help="do not save the run under DATA_DIR/eval_runs")
     e.add_argument("--json", action="store_true", help="print the JSON results instead of the tables")
@@ -61,6 +64,8 @@ def _base_settings(args: argparse.Namespace):
     for key in ("candidates", "abstain_bar"):
         if getattr(args, key, None) is not None:
             over[key] = getattr(args, key)
+    if "abstain_bar" in over:  # an explicit bar wins over the collection's calibrated one
+        over["calibrated_bar"] = False
     return s.with_(**over) if over else s
 
 
@@ -97,6 +102,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not args.quiet and not args.json:
             (bar.write if show else lambda m: print(m, file=sys.stderr))(msg)
 
+    if args.calibrate:
+        from .calibration import CalibrationError, calibrate
+
+        try:
+            cal = calibrate(engine, dataset, args.collection or settings.collection, settings,
+                            progress=lambda d, t: progress(d, t, "calibrating the abstain bar"))
+        except CalibrationError as exc:
+            bar.close()
+            engine.close()
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        say(f"calibrated abstain bar for {args.collection or settings.collection}: {cal.bar:.3f} "
+            f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable, abstains on {cal.abstain_rate:.0%} "
+            f"of {cal.unanswerable} unanswerable); stored with the collection")
+        if getattr(args, "abstain_bar", None) is None:
+            settings = settings.with_(calibrated_bar=True)
     if "llamaindex" in names and "llamaindex" not in baselines:
         say(f"note: no LlamaIndex baseline: {args.dataset} has no corpus/ folder")
     try:

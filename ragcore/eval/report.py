@@ -358,8 +358,8 @@ def _abstain_markdown(report: EvalReport, charts: Mapping[str, Path] | None = No
     chart = [f"![best support per question]({charts['abstain'].name})", ""] if charts and "abstain" in charts else []
     return [
         "## Abstaining", "", *chart,
-        "Best support score of the extractive composer (its best evidence sentence) per question; the composer "
-        "abstains when it is below the abstain bar. Rates are answered (answerable) / abstained (unanswerable).", "",
+        "Support score per question (answerability.py: closest passages, closest section heading, question words); "
+        "the engine abstains when it is below the abstain bar. Rates are answered (answerable) / abstained (unanswerable).", "",
         _md_table(["configuration", "bar", "rates at bar", "answerable p10/p50/p90", "unanswerable p10/p50/p90",
                    "best bar: rates"], rows), "",
         "Best bar = the bar maximising min(answer rate, abstain rate), then their sum, on this data set.", "",

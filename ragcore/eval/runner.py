@@ -155,7 +155,7 @@ class QuestionRecord:
     """One question's outcome: the metric inputs plus what explains them."""
 
     result: QuestionResult
-    best_support: float | None = None  # the extractive composer's best sentence score
+    best_support: float | None = None  # the support score the abstain bar is compared with
     hits: tuple[DocHit, ...] = ()  # distinct retrieved documents, best first (first 20)
     evidence_docs: tuple[str, ...] = ()  # documents of the kept evidence, in rank order
     relevant: tuple[str, ...] = ()  # "path#anchor" judgements, as in the data set
@@ -322,6 +322,8 @@ def run_config(
     mapper = mapper or mapper_for(engine, name, dataset)
     label = label or default_label(settings)
     s = settings.with_(collection=name)
+    if s.calibrated_bar:  # record the bar actually in force, whichever its source
+        s = s.with_(abstain_bar=engine.abstain_bar(s, name)[0], calibrated_bar=False)
     records: list[QuestionRecord] = []
     if cold_cache:
         clear_encoder_cache(engine)
@@ -371,8 +373,12 @@ def abstain_curve(records: Sequence[QuestionRecord], bars: Iterable[float]) -> l
     scores (the composer abstains exactly when best support < bar; the score does not depend
     on the bar). Questions without a score (errors, routed messages) count as not answered
     and not abstained."""
-    ans = [r.best_support for r in records if r.result.answerable]
-    una = [r.best_support for r in records if not r.result.answerable]
+    return _curve([(r.result.answerable, r.best_support) for r in records], bars)
+
+
+def _curve(scores: Sequence[tuple[bool, float | None]], bars: Iterable[float]) -> list[AbstainPoint]:
+    ans = [b for answerable, b in scores if answerable]
+    una = [b for answerable, b in scores if not answerable]
     out = []
     for bar in bars:
         a = sum(1 for b in ans if b is not None and b >= bar) / len(ans) if ans else 0.0
@@ -393,13 +399,20 @@ def recommend_bar(records: Sequence[QuestionRecord], target: float = 0.8, step: 
     """The abstain bar that maximises the smaller of (answer rate, abstain rate), then their
     sum; among equally good bars, the one in the middle of the plateau (away from both edges).
     ``None`` without scores."""
-    scored = [r for r in records if r.best_support is not None]
+    return recommend_bar_for_scores([(r.result.answerable, r.best_support) for r in records], target, step)
+
+
+def recommend_bar_for_scores(
+    scores: Sequence[tuple[bool, float | None]], target: float = 0.8, step: float = 0.005,
+) -> BarChoice | None:
+    """``recommend_bar`` over (answerable, support score) pairs."""
+    scored = [b for _, b in scores if b is not None]
     if not scored:
         return None
-    lo = min(r.best_support for r in scored) - step  # type: ignore[type-var]
-    hi = max(r.best_support for r in scored) + step  # type: ignore[type-var]
+    lo = min(scored) - step
+    hi = max(scored) + step
     n = int((hi - lo) / step) + 1
-    curve = abstain_curve(records, [lo + i * step for i in range(n)])
+    curve = _curve(scores, [lo + i * step for i in range(n)])
     def key(p: AbstainPoint) -> tuple[float, float]:
         return (round(min(p.answer_rate, p.abstain_rate), 9), round(p.answer_rate + p.abstain_rate, 9))
 
@@ -409,7 +422,7 @@ def recommend_bar(records: Sequence[QuestionRecord], target: float = 0.8, step: 
     return BarChoice(mid.bar, mid.answer_rate, mid.abstain_rate, mid.answer_rate >= target and mid.abstain_rate >= target)
 
 
-__all__ += ["clear_encoder_cache", "AbstainPoint", "BarChoice", "recommend_bar", "settings_config", "ANSWER_METRICS", "CONFIG_KEYS"]
+__all__ += ["clear_encoder_cache", "AbstainPoint", "BarChoice", "recommend_bar", "recommend_bar_for_scores", "settings_config", "ANSWER_METRICS", "CONFIG_KEYS"]
 
 
 # --------------------------------------------------------------------------- explaining a question

@@ -216,6 +216,11 @@ def evaluate(
     if base_chunking != (base.chunk_size, base.chunk_overlap):
         base = base.with_(chunk_size=base_chunking[0], chunk_overlap=base_chunking[1])
 
+    if base.calibrated_bar:
+        # the bar in force, fixed: a swept bar equal to it is the same run, and a chunk-size
+        # sweep's collections (never calibrated) are judged at the same bar
+        base = base.with_(abstain_bar=engine.abstain_bar(base, collection)[0], calibrated_bar=False)
+
     stale = stale_chunks(engine, collection, base)
     if stale:
         notes.append(
@@ -241,6 +246,8 @@ def evaluate(
         labels = []
         for v in sw.values:
             s = base.with_(**{sw.key: v})
+            if sw.key == "abstain_bar":  # a swept bar is the bar: not the collection's calibrated one
+                s = s.with_(calibrated_bar=False)
             if sw.key == "chunk_size" and s.chunk_overlap >= v:
                 s = s.with_(chunk_overlap=max(0, v // 5))
                 notes.append(f"chunk_size={v}: chunk_overlap lowered to {s.chunk_overlap} (must be below the size)")
