@@ -76,11 +76,28 @@ with c2:
                             help="Only the first N answerable and first N unanswerable questions: a quick look.")
 
 settings = state.settings()
+bar_value, bar_source = rt.engine.abstain_bar(settings, collection)
 st.caption(f"Configuration (sidebar and Settings page): mode **{settings.mode}** · top-K **{settings.top_k}** · "
            f"threshold **{settings.threshold:.2f}** · fusion {settings.fusion} (k={settings.rrf_k}) · "
-           f"abstain bar {settings.abstain_bar:.2f} · generator {md_inline(state.generator_name(settings))}")
+           f"abstain bar {bar_value:.3f} ({md_inline(bar_source)}) · generator {md_inline(state.generator_name(settings))}")
 
-if st.button("Run the evaluation", type="primary", disabled=dataset is None, icon=":material/play_arrow:"):
+run_col, cal_col = st.columns([0.3, 0.7])
+if cal_col.button("Calibrate the abstain bar", disabled=dataset is None or not dataset.unanswerable,
+                  icon=":material/tune:", key="ev_calibrate",
+                  help="Score every question of the data set (no answers are composed), choose the bar that best "
+                       "separates answerable from unanswerable questions, and store it with the collection."):
+    from ragcore.eval.calibration import calibrate
+
+    with st.spinner("Calibrating…", show_time=True):
+        cal = calibrate(rt.engine, dataset, collection, settings)
+    ss["ev_calibrated"] = (f"Abstain bar for `{md_inline(collection)}`: **{cal.bar:.3f}**, from {md_inline(cal.dataset)} "
+                           f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable questions, abstains on "
+                           f"{cal.abstain_rate:.0%} of {cal.unanswerable} unanswerable). Stored with the collection.")
+    st.rerun()
+if ss.get("ev_calibrated"):
+    st.success(ss["ev_calibrated"], icon=":material/check:")
+
+if run_col.button("Run the evaluation", type="primary", disabled=dataset is None, icon=":material/play_arrow:"):
     bar = st.progress(0.0, text="starting…")
 
     def progress(done: int, total: int, label: str) -> None:
@@ -209,8 +226,8 @@ if report is not None:
             "why": st.column_config.TextColumn("why it failed", width="medium"),
             "nDCG@10": st.column_config.NumberColumn(format="%.2f"),
             "recall@10": st.column_config.NumberColumn(format="%.2f"),
-            "best support": st.column_config.NumberColumn(format="%.3f", help="The composer's best evidence sentence score; "
-                                                          "below the abstain bar it abstains."),
+            "best support": st.column_config.NumberColumn(format="%.3f", help="The question's support score (closest passages, "
+                                                          "closest section, question words); below the abstain bar it abstains."),
             "total ms": st.column_config.NumberColumn(format="%.0f"),
         },
     )

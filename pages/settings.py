@@ -100,15 +100,21 @@ with right:
         cand = c[1].number_input("Candidates per branch", 5, 1000, int(base.candidates), 5)
         rrf_k = c[0].number_input("RRF k", 1, 1000, int(base.rrf_k), 10)
         dw = c[1].number_input("Dense weight (weighted)", 0.0, 1.0, float(base.dense_weight), 0.05)
-        bar = c[0].number_input("Abstain bar", 0.0, 1.0, float(base.abstain_bar), 0.05,
-                                help="Best support below this: the answer abstains.")
+        bar = c[0].number_input("Abstain bar", 0.0, 1.0, float(base.abstain_bar), 0.01,
+                                help="Support below this: the answer abstains (used when the collection has no "
+                                     "calibrated bar, or when calibrated bars are off).")
         max_s = c[1].number_input("Max answer sentences", 1, 20, int(base.max_answer_sentences), 1)
         dedupe = st.toggle("Dedupe (best chunk per section)", value=bool(base.dedupe))
+        calibrated = st.toggle("Use the collection's calibrated abstain bar", value=bool(base.calibrated_bar),
+                               help="A collection calibrated on the Evaluate page (or with `ragcore eval --calibrate`) "
+                                    "carries its own bar; the demo collection is calibrated on first start.")
+        cur_bar, cur_src = rt.engine.abstain_bar(base, state.settings().collection)
+        st.caption(f"Bar in force for the current collection: {cur_bar:.3f} ({md_inline(cur_src)}).")
         st.caption("Top-K, the threshold and the retrieval mode are in the sidebar.")
         if st.form_submit_button("Save defaults", icon=":material/save:"):
             state.set_base_settings(state.base_settings().with_(
                 fusion=fusion, candidates=int(cand), rrf_k=int(rrf_k), dense_weight=float(dw), abstain_bar=float(bar),
-                max_answer_sentences=int(max_s), dedupe=bool(dedupe)))
+                max_answer_sentences=int(max_s), dedupe=bool(dedupe), calibrated_bar=bool(calibrated)))
             for k in ("lab_fusion", "lab_rrf_k", "lab_dense_weight", "lab_candidates", "lab_dedupe"):
                 ss.pop(k, None)
             ss["set_saved"] = "Answering and retrieval defaults saved for this session."

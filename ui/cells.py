@@ -7,6 +7,7 @@ from typing import Any, Callable
 import pandas as pd
 import streamlit as st
 
+from ragcore.answerability import describe
 from ragcore.notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs
 
 from .render import (
@@ -131,6 +132,10 @@ def evidence_details(run: Run) -> None:
                      column_config={"support": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")})
     for a in (run.answer.get("validation") or {}).get("guardrail_actions") or []:
         st.caption(f"Guardrail: {md_inline(a)}")
+    meta = run.answer.get("metadata") or {}
+    sup, bar = meta.get("support"), meta.get("abstain_bar")
+    if sup and bar and run.answer.get("status") != "abstained":
+        st.caption(md_inline(f"Answered: {describe(sup, float(bar['value']))}; bar {bar['source']}."))
 
 
 def render_cell(
