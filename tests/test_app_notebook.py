@@ -42,6 +42,10 @@ def test_ask_shows_answer_with_citations_badges_latency_and_persists(app_env):
     caps = captions(at)
     assert "corpus version" in caps and "top\\-K **6**" in caps and "generator **extractive**" in caps
     assert "total" in caps and "embed query" in caps and "generate" in caps
+    # why it answered: the support score against the collection's (calibrated) bar
+    plain = caps.replace("\\", "")  # captions are Markdown-escaped
+    assert "Answered: support 0." in plain and "≥ abstain bar 0.4" in plain and "closest section “" in plain
+    assert "bar calibrated on guide-qa." in plain
     # saved on disk, per collection
     cells = _cells(app_env)
     assert len(cells) == 1 and cells[0]["question"] == QUESTION

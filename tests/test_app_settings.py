@@ -96,3 +96,17 @@ def test_chunking_and_storage(app_env):
     # the Library's ingest uses the session's chunking
     at.switch_page("pages/library.py").run()
     assert "120 words per chunk, 20 words overlap" in "\n".join(c.value for c in at.caption)
+
+
+def test_calibrated_bar_toggle(app_env):
+    """The demo collection's bar is calibrated; turning calibrated bars off puts the Settings bar in force."""
+    at = started(SETTINGS)
+    caps = "\n".join(c.value for c in at.caption)
+    assert "Bar in force for the current collection: 0.4" in caps and "calibrated on guide\\-qa" in caps
+    next(t for t in at.toggle if t.label.startswith("Use the collection's calibrated")).set_value(False)
+    _by_label(at.number_input, "Abstain bar").set_value(0.61)
+    next(b for b in at.button if b.label == "Save defaults").click().run()
+    ok(at)
+    s = at.session_state["rc_base"]
+    assert (s.calibrated_bar, s.abstain_bar) == (False, 0.61)
+    assert "Bar in force for the current collection: 0.610 (settings)" in "\n".join(c.value for c in at.caption)

@@ -267,3 +267,36 @@ def test_evaluate_page_runs_and_saves(app_env, tmp_path: Path) -> None:
     assert saved and json.loads(saved[-1].read_text())["runs"][0]["metrics"]["n_answerable"] == 2
     # nothing from the data set reaches the page as Markdown/HTML: the question text is in a dataframe
     assert not any("How do I change" in m.value for m in at.markdown)
+
+
+@pytest.mark.slow
+def test_evaluate_page_calibrates_the_collections_bar(app_env, tmp_path: Path) -> None:
+    """"Calibrate the abstain bar" stores a bar with the collection; the page then shows it in force."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app_support import ROOT, shared_runtime
+
+    store = shared_runtime().engine.store
+    before = store.read_meta("guide")["calibration"]  # set on first start from bench/data/guide-qa
+    ds = tmp_path / "mini-qa"
+    ds.mkdir()
+    (ds / "questions.jsonl").write_text(json.dumps(
+        {"id": "g1", "question": "What does the threshold apply to?", "relevant": ["05-scores-top-k-and-threshold.md"]}) + "\n")
+    (ds / "unanswerable.jsonl").write_text(json.dumps(
+        {"id": "u1", "question": "Who won the 1998 World Cup?", "answerable": False}) + "\n")
+    try:
+        at = AppTest.from_file(str(ROOT / "pages" / "evaluate.py"), default_timeout=240)
+        at.session_state["cfg_collection"] = "guide"
+        at.run()
+        # Markdown-escaped on the page: "guide\\-qa"
+        assert any("(calibrated on guide\\-qa)" in c.value for c in at.caption)
+        at.text_input(key="ev_folder").set_value(str(ds)).run()
+        at.button(key="ev_calibrate").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        (msg,) = [s.value for s in at.success]
+        assert "mini\\-qa" in msg and "answers 100% of 1 answerable" in msg and "abstains on 100% of 1" in msg
+        cal = store.read_meta("guide")["calibration"]
+        assert cal["dataset"] == "mini-qa" and cal["answerable"] == 1
+        assert any(f"abstain bar {cal['bar']:.3f} (calibrated on mini\\-qa)" in c.value for c in at.caption)
+    finally:
+        store.write_meta("guide", {"calibration": before})  # other app tests use the shipped bar

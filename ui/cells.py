@@ -132,10 +132,16 @@ def evidence_details(run: Run) -> None:
                      column_config={"support": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")})
     for a in (run.answer.get("validation") or {}).get("guardrail_actions") or []:
         st.caption(f"Guardrail: {md_inline(a)}")
+
+
+def support_caption(run: Run) -> None:
+    """Why the engine answered or abstained: the support score against the bar in force."""
     meta = run.answer.get("metadata") or {}
     sup, bar = meta.get("support"), meta.get("abstain_bar")
-    if sup and bar and run.answer.get("status") != "abstained":
-        st.caption(md_inline(f"Answered: {describe(sup, float(bar['value']))}; bar {bar['source']}."))
+    if not sup or not bar:
+        return
+    verdict = "Abstained" if run.answer.get("status") == "abstained" else "Answered"
+    st.caption(md_inline(f"{verdict}: {describe(sup, float(bar['value']))}; bar {bar['source']}."))
 
 
 def render_cell(
@@ -175,6 +181,7 @@ def render_cell(
         latency = (ans.get("metadata") or {}).get("latency_ms") or {}
         if latency:
             st.caption(":material/timer: " + latency_line(latency))
+        support_caption(run)
         if cell.previous is not None:
             with st.expander(f"What changed since the previous run ({len(cell.runs)} runs)", expanded=show_diff,
                              icon=":material/difference:"):
