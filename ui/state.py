@@ -154,12 +154,14 @@ def ensure_demo(rt: Runtime) -> None:
         st.toast(f"Ingested the user guide into 'guide': {r.count('added')} files, {r.chunks_written} chunks in {r.seconds:.0f} s.")
 
 
-def start_warmup(rt: Runtime, collection: str) -> None:
-    """Embed every sentence of the collection once, in the background.
+def start_warmup(rt: Runtime, collection: str, *, sentences: bool = True) -> None:
+    """Load the collection's search and topic indexes and (``sentences``) embed every sentence
+    once, in the background.
 
-    The extractive composer and the citation checker embed the evidence's sentences on every
-    question (the encoder caches them); doing it ahead of time makes the demo questions answer
-    in well under a second instead of the 2–5 s a cold set of evidence costs on two cores.
+    The first question of a large collection otherwise waits for both indexes (Django: ~6 s
+    each). The extractive composer and the citation checker embed the evidence's sentences on
+    every question (the encoder caches them); doing it ahead of time makes the demo questions
+    answer in well under a second instead of the 2–5 s a cold set of evidence costs on two cores.
     """
     if os.environ.get("RAGCORE_APP_WARMUP", "1").lower() in ("0", "false", "no", "off"):
         return
@@ -169,7 +171,12 @@ def start_warmup(rt: Runtime, collection: str) -> None:
             from ragcore.store import embed_text
             from ragcore.textutil import sentence_spans
 
+            rt.engine.topic_index(collection)
+            if not sentences and not rt.engine.store.is_embedded:
+                return  # a Qdrant server searches by itself: no in-process index to load
             chunks = rt.engine.retriever.index(collection).chunks
+            if not sentences:
+                return
             texts: list[str] = []
             for c in chunks:
                 texts.extend(s.text for s in sentence_spans(c.text))
@@ -189,7 +196,7 @@ def start_warmup(rt: Runtime, collection: str) -> None:
 
 
 _WARMED: set[str] = set()
-WARMUP_MAX_CHUNKS = 3000  # beyond this the warm-up costs more CPU than it saves
+WARMUP_MAX_CHUNKS = 3000  # beyond this embedding every sentence costs more CPU than it saves
 
 
 def ensure_warm(rt: Runtime, info: CollectionInfo) -> None:
@@ -199,8 +206,8 @@ def ensure_warm(rt: Runtime, info: CollectionInfo) -> None:
         if key in _WARMED:
             return
         _WARMED.add(key)
-    if 0 < info.chunks <= WARMUP_MAX_CHUNKS:
-        start_warmup(rt, info.name)
+    if info.chunks > 0:
+        start_warmup(rt, info.name, sentences=info.chunks <= WARMUP_MAX_CHUNKS)
 
 
 # background threads that run native code (onnxruntime) must be done before the interpreter
