@@ -104,6 +104,8 @@ class Engine:
         """Delete a collection and its metadata (the next ingest starts from scratch)."""
         self.store.drop(collection)
         self.retriever.invalidate(collection)
+        with self._topics_lock:
+            self._topics.pop(collection, None)
 
     def collections(self) -> list[CollectionInfo]:
         return [self.store.info(n) for n in self.store.collection_names()]
