@@ -122,6 +122,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def render_answer(answer, *, include_text: bool = True) -> str:
+    from .answerability import describe
+
     out: list[str] = []
     if answer.status == "error":
         return f"error: {answer.error_message}"
@@ -142,7 +144,12 @@ def render_answer(answer, *, include_text: bool = True) -> str:
     for label, items in (("unsupported", v.unsupported), ("uncited", v.uncited), ("hedged", v.hedged), ("stripped", v.stripped)):
         if items:
             out.append(f"{label}: {len(items)} — " + "; ".join(i[:80] for i in items))
+    for action in v.guardrail_actions:
+        out.append(f"guardrail: {action}")
     m = answer.metadata
+    bar = m.get("abstain_bar") or {}
+    if answer.status != "abstained" and m.get("support") and bar:
+        out.append(f"answered: {describe(m['support'], float(bar['value']))}; bar {bar['source']}")
     lat = m.get("latency_ms", {})
     out.append(
         f"status {answer.status} · {m.get('generator')} · {m.get('mode')} · collection {m.get('collection')} "

@@ -28,6 +28,12 @@ def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.C
     assert main(["ask", "What does the threshold apply to?", "--collection", "cli"]) == 0
     out = capsys.readouterr().out
     assert "cosine similarity" in out and "Sources:" in out and "05-scores.md:" in out
+    assert "answered: support 0." in out and "≥ abstain bar 0.50" in out and "; bar settings" in out
+
+    assert main(["ask", "Who won the 1998 World Cup?", "--collection", "cli"]) == 0
+    out = capsys.readouterr().out
+    assert "The corpus does not contain enough evidence" in out and "status abstained" in out
+    assert "guardrail: abstained: support 0." in out and "< abstain bar 0.50" in out and "closest section “" in out
 
     assert main(["ask", "What does the threshold apply to?", "-c", "cli", "--json", "--top-k", "2", "--mode", "dense"]) == 0
     answer = json.loads(capsys.readouterr().out)
