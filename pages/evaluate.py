@@ -148,6 +148,7 @@ def _question_frame(run: EvalRun) -> pd.DataFrame:
             "nDCG@10": ndcg_at_k(r.retrieved_docs, r.relevant_docs, 10) if r.relevant_docs else None,
             "recall@10": recall_at_k(r.retrieved_docs, r.relevant_docs, 10) if r.relevant_docs else None,
             "best support": rec.best_support,
+            "closest section": rec.closest_section,
             "supported": f"{r.supported_sentences}/{r.total_sentences}" if r.total_sentences else "",
             "total ms": r.latency_ms.get("total"),
         })
@@ -228,6 +229,8 @@ if report is not None:
             "recall@10": st.column_config.NumberColumn(format="%.2f"),
             "best support": st.column_config.NumberColumn(format="%.3f", help="The question's support score (closest passages, "
                                                           "closest section, question words); below the abstain bar it abstains."),
+            "closest section": st.column_config.TextColumn(
+                width="medium", help="The corpus's section heading closest to the question (cosine), and its page."),
             "total ms": st.column_config.NumberColumn(format="%.0f"),
         },
     )

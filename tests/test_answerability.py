@@ -192,6 +192,10 @@ def test_calibration_is_stored_used_and_survives_a_reingest(garden: Engine, tmp_
     # an eval run records the bar actually in force
     run = run_config(garden, ds, settings=garden.settings, collection="garden")
     assert run.config["abstain_bar"] == cal.bar
+    # each question's record names the corpus heading closest to it
+    rec = next(r for r in run.records if r.result.question == ANSWERABLE[1])
+    assert rec.closest_section is not None and rec.closest_section.startswith("Pruning roses — garden.md (0.")
+    assert type(rec).from_dict(rec.as_dict()).closest_section == rec.closest_section  # saved runs keep it
 
 
 def test_calibration_needs_both_kinds_of_question(garden: Engine, tmp_path: Path) -> None:

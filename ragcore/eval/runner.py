@@ -160,6 +160,7 @@ class QuestionRecord:
     evidence_docs: tuple[str, ...] = ()  # documents of the kept evidence, in rank order
     relevant: tuple[str, ...] = ()  # "path#anchor" judgements, as in the data set
     error_message: str | None = None
+    closest_section: str | None = None  # the corpus heading closest to the question ("heading — path")
 
     @property
     def id(self) -> str:
@@ -177,6 +178,7 @@ class QuestionRecord:
             "total_sentences": r.total_sentences, "latency_ms": {k: round(v, 2) for k, v in r.latency_ms.items()},
             "best_support": self.best_support, "evidence_docs": list(self.evidence_docs),
             "hits": [h.__dict__ for h in self.hits[:STORED_HITS]], "error_message": self.error_message,
+            "closest_section": self.closest_section,
         }
 
     @classmethod
@@ -193,7 +195,7 @@ class QuestionRecord:
         hits = tuple(DocHit(**h) for h in d.get("hits", ()))
         return cls(result=result, best_support=d.get("best_support"), hits=hits,
                    evidence_docs=tuple(d.get("evidence_docs", ())), relevant=tuple(d.get("relevant", ())),
-                   error_message=d.get("error_message"))
+                   error_message=d.get("error_message"), closest_section=d.get("closest_section"))
 
 
 @dataclass(frozen=True)
@@ -282,10 +284,12 @@ def record_from_answer(q: EvalQuestion, answer: Answer, mapper: DocPathMapper, *
         answer=answer.answer if answer.status != "error" else "", reference=q.answer, latency_ms=latency,
     )
     best = answer.metadata.get("best_support")
+    topic = (answer.metadata.get("support") or {}).get("topic")
     return QuestionRecord(
         result=result, best_support=float(best) if best is not None else None, hits=tuple(hits),
         evidence_docs=tuple(dict.fromkeys(evidence_docs)), relevant=q.relevant,
         error_message=answer.error_message if answer.status == "error" else None,
+        closest_section=f"{topic['heading']} — {mapper(topic['path'])} ({topic['score']:.2f})" if topic else None,
     )
 
 
