@@ -264,22 +264,27 @@ class Engine:
 
             t_gen = time.perf_counter()
             composer = ExtractiveComposer(self.encoder, max_sentences=s.max_answer_sentences)
-            extractive = composer.compose(standalone, evidence)
+            # a selection is judged by its sentences, so those modes compose first; in corpus
+            # mode the decision needs no composing, and an abstention skips it (0.4–2 s)
+            extractive = composer.compose(standalone, evidence) if mode != "corpus" else None
             t_assess = time.perf_counter()
             topic = self.closest_topic(standalone, s, name) if mode != "selection" else None
-            support = assess(mode, standalone, candidates, topic, extractive.best_selection)
+            support = assess(mode, standalone, candidates, topic, extractive.best_selection if extractive else None)
             meta["best_support"] = round(support.score, 4)
             meta["support"] = support.as_dict()
             latency["assess"] = (time.perf_counter() - t_assess) * 1e3
             bar, bar_source = self.abstain_bar(s, name) if mode != "selection" else (s.abstain_bar, "settings")
             meta["abstain_bar"] = {"value": bar, "source": bar_source}
-            abstain_reason = _abstain_reason(evidence, support, extractive.status == "abstained", bar, s)
+            if extractive is None and evidence and support.score >= bar:
+                extractive = composer.compose(standalone, evidence)
+            nothing_to_quote = extractive is None or extractive.status == "abstained"
+            abstain_reason = _abstain_reason(evidence, support, nothing_to_quote, bar, s)
             notes: list[str] = []
             actions: list[str] = []
             status = "ok"
             error_message = None
             generator_name = "extractive"
-            text = ABSTAIN_TEXT if abstain_reason else extractive.text
+            text = ABSTAIN_TEXT if abstain_reason or extractive is None else extractive.text
 
             def cancelled_answer(text_so_far: str, generator: str) -> Answer:
                 return Answer(question=question, answer=text_so_far, status="partial", evidence=tuple(evidence),
@@ -325,6 +330,7 @@ class Engine:
             validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
             final_text = checked.text
             if generator_name.startswith("openai") and s.llm.unsupported_policy == "extractive" and validation.unsupported:
+                assert extractive is not None  # the model answered, so the engine did not abstain
                 final_text = extractive.text
                 re_checked = check_answer(final_text, evidence, scorer=self._scorer, exempt=_exempt)
                 validation = replace(
