@@ -10,9 +10,8 @@ keep 85% of their score (a sentence inherits some of its passage's
 relevance: "Set it in settings.py" answers nothing alone but does inside the right section).
 It keeps the best sentence and those close to it (≥ 80% of its score), skipping near
 duplicates, up to ``max_sentences``, and puts ``[n]`` after each. Whether to answer at all is
-the engine's call (``answerability.py``); given an ``abstain_bar`` the composer also abstains
-by itself when even the best sentence scores under it. Deterministic: same evidence, same
-answer.
+the engine's call (``answerability.py``); the composer abstains only when the evidence has no
+sentence it can quote. Deterministic: same evidence, same answer.
 """
 
 from __future__ import annotations
@@ -65,9 +64,8 @@ def _usable(span: Span, section: tuple[str, ...]) -> bool:
 class ExtractiveComposer:
     name = "extractive"
 
-    def __init__(self, encoder: OnnxMiniLM, *, abstain_bar: float | None = None, max_sentences: int = 4) -> None:
+    def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4) -> None:
         self.encoder = encoder
-        self.abstain_bar = abstain_bar
         self.max_sentences = max_sentences
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
@@ -104,8 +102,6 @@ class ExtractiveComposer:
         best = ranked[0]
         selected = {e.n for e in evidence if e.origin == "selection"}
         best_selection = max((p.score for p in scored if p.n in selected), default=None)
-        if self.abstain_bar is not None and best.score < self.abstain_bar:
-            return ExtractiveResult(ABSTAIN_TEXT, "abstained", best.score, (), best_selection)
         chosen: list[Picked] = [best]
         for p in ranked[1:]:
             if len(chosen) >= self.max_sentences or p.score < _RELATIVE_KEEP * best.score:
