@@ -77,7 +77,7 @@ with c2:
 
 settings = state.settings()
 bar_value, bar_source = rt.engine.abstain_bar(settings, collection)
-st.caption(f"Configuration (sidebar and Settings page): mode **{settings.mode}** · top-K **{settings.top_k}** · "
+st.caption(f"Configuration (sidebar and Settings page): mode **{settings.retrieval_mode}** · top-K **{settings.top_k}** · "
            f"threshold **{settings.threshold:.2f}** · fusion {settings.fusion} (k={settings.rrf_k}) · "
            f"abstain bar {bar_value:.3f} ({md_inline(bar_source)}) · generator {md_inline(state.generator_name(settings))}")
 

@@ -114,7 +114,7 @@ with st.container(border=False):
             placeholder="Paste the passage to ask about (or select lines in the Library's source viewer).",
             help=f"At least {s.min_selection_chars} characters.",
         )
-    retrieval = "" if context == "selection" else f"{s.mode} · top-K {s.top_k} · threshold {s.threshold:.2f} · "
+    retrieval = "" if context == "selection" else f"{s.retrieval_mode} · top-K {s.top_k} · threshold {s.threshold:.2f} · "
     st.caption(
         f"Asking **{md_inline(collection)}** · {retrieval}generator **{md_inline(state.generator_name(s))}** — "
         "top-K and the threshold are in the sidebar."

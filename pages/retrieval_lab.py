@@ -62,7 +62,7 @@ ls = state.settings().with_(
 
 
 def query_key(s, q: str) -> tuple:
-    return (collection, info.corpus_version, q.strip(), s.mode, s.fusion, s.rrf_k, s.dense_weight, s.candidates, s.path_filter)
+    return (collection, info.corpus_version, q.strip(), s.retrieval_mode, s.fusion, s.rrf_k, s.dense_weight, s.candidates, s.path_filter)
 
 
 def retrieve(s, q: str) -> RetrievalResult | None:
@@ -113,7 +113,7 @@ def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
 def column_config(res: RetrievalResult) -> dict:
     fused_kind = "RRF" if ls.fusion == "rrf" else "weighted"
     return {
-        "rank": st.column_config.NumberColumn("rank", width="small", help=f"Rank by the {res.rank_score_kind} score ({res.mode} mode)"),
+        "rank": st.column_config.NumberColumn("rank", width="small", help=f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
         "kept": st.column_config.CheckboxColumn("kept", width="small"),
         "[n]": st.column_config.NumberColumn("[n]", width="small", help="Evidence number given to the composer"),
         "cut by": st.column_config.TextColumn("cut by", width="small", help="threshold, dedupe or top_k"),
@@ -163,7 +163,7 @@ with tab_ev:
         m[4].metric("Cut: top-K", cut["top_k"])
         m[5].metric("Retrieval", f"{lat:.0f} ms", help=", ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items()))
         st.caption(
-            f"Ranked by **{result.rank_score_kind}** ({result.mode} mode). The threshold applies to the cosine score in every mode. "
+            f"Ranked by **{result.rank_score_kind}** ({result.retrieval_mode} mode). The threshold applies to the cosine score in every mode. "
             f"Moving top-K, the threshold or dedupe re-filters these {len(result.candidates)} candidates without querying again."
         )
         if result.candidates:
@@ -194,13 +194,13 @@ with tab_ev:
             st.warning("No candidates: nothing in the collection matches this question in this mode.")
 
 # ---------------------------------------------------------------- A/B
-SIDE_PARAMS = ("mode", "fusion", "top_k", "threshold", "dedupe", "rrf_k", "dense_weight")
+SIDE_PARAMS = ("retrieval_mode", "fusion", "top_k", "threshold", "dedupe", "rrf_k", "dense_weight")
 
 
 def side_defaults(side: str) -> dict:
     s = ls
-    mode = s.mode if side == "A" else ("dense" if s.mode != "dense" else "hybrid")
-    return {"mode": mode, "fusion": s.fusion, "top_k": s.top_k, "threshold": float(s.threshold), "dedupe": s.dedupe,
+    mode = s.retrieval_mode if side == "A" else ("dense" if s.retrieval_mode != "dense" else "hybrid")
+    return {"retrieval_mode": mode, "fusion": s.fusion, "top_k": s.top_k, "threshold": float(s.threshold), "dedupe": s.dedupe,
             "rrf_k": s.rrf_k, "dense_weight": float(s.dense_weight)}
 
 
@@ -210,7 +210,7 @@ def side_config(side: str) -> None:
     st.markdown(f"**Configuration {side}**")
     c = st.columns(2)
     with c[0]:
-        state.bound(st.selectbox, "Mode", f"ab_{side}_mode", key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
+        state.bound(st.selectbox, "Mode", f"ab_{side}_retrieval_mode", key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
         state.bound(st.number_input, "Top-K", f"ab_{side}_top_k", key=f"ab_{side}_top_k_w", min_value=1, max_value=100, step=1)
         state.bound(st.toggle, "Dedupe", f"ab_{side}_dedupe", key=f"ab_{side}_dedupe_w")
     with c[1]:
@@ -225,7 +225,7 @@ def side_config(side: str) -> None:
 
 def side_result(side: str) -> RetrievalResult | None:
     p = {k: ss[f"ab_{side}_{k}"] for k in SIDE_PARAMS}
-    s = ls.with_(mode=p["mode"], fusion=p["fusion"], rrf_k=int(p["rrf_k"]), dense_weight=float(p["dense_weight"]),
+    s = ls.with_(retrieval_mode=p["retrieval_mode"], fusion=p["fusion"], rrf_k=int(p["rrf_k"]), dense_weight=float(p["dense_weight"]),
                  top_k=int(p["top_k"]), threshold=float(p["threshold"]), dedupe=bool(p["dedupe"]))
     key = query_key(s, question)
     stored = ss.get(f"ab_result_{side}")

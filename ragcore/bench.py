@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .config import Settings
+from .config import RagcoreSettings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "bench" / "results"
@@ -103,7 +103,7 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
             return {"seconds": round(secs, 2), "chunks": n, "chunks_per_s": round(n / secs, 2)}
 
         base1 = baseline()
-        engine = Engine(Settings(data_dir=Path(tmp) / "data"), encoder=encoder)
+        engine = Engine(RagcoreSettings(data_dir=Path(tmp) / "data"), encoder=encoder)
         t0 = time.perf_counter()
         report = engine.ingest([staging], "bench")
         secs = time.perf_counter() - t0
@@ -120,7 +120,7 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
         "corpus": str(corpus), "files": len(files), "ragcore": ours, "baseline_runs": [base1, base2],
         "ratio_chunks_per_s": round(ours["chunks_per_s"] / base_cps, 2),
         "ratio_wall_time": round(base_secs / ours["seconds"], 2),
-        "settings": {"chunk_size_words": Settings().chunk_size, "chunk_overlap_words": Settings().chunk_overlap},
+        "settings": {"chunk_size_words": RagcoreSettings().chunk_size, "chunk_overlap_words": RagcoreSettings().chunk_overlap},
     }
     summary = (
         f"# bench ingest ({payload['when']})\n\n{len(files)} files of {corpus.name}.\n\n"
@@ -176,7 +176,7 @@ def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> 
     return n
 
 
-def bench_query(source_collection: str, size: int, top_k: int, repeats: int, results_dir: Path, settings: Settings) -> dict[str, Any]:
+def bench_query(source_collection: str, size: int, top_k: int, repeats: int, results_dir: Path, settings: RagcoreSettings) -> dict[str, Any]:
     """p50/p95 retrieval latency per mode at ``size`` chunks, vs a LlamaIndex VectorStoreIndex
     (in-memory, same vectors, same query encoder) and vs querying embedded Qdrant directly."""
     from llama_index.core import VectorStoreIndex
@@ -192,7 +192,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
                          f"(e.g. ragcore ingest {DJANGO / 'corpus'} --collection {source_collection})")
     questions = _questions()
     with tempfile.TemporaryDirectory() as tmp:
-        eng = Engine(Settings(data_dir=Path(tmp)), encoder=encoder)
+        eng = Engine(RagcoreSettings(data_dir=Path(tmp)), encoder=encoder)
         n = _pad_collection(src, source_collection, eng, "bench", size)
         src.close()
         encoder.encode(questions)  # the query encoder's cache is not what we measure:
@@ -213,11 +213,11 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
         index_load_s = time.perf_counter() - t0
         modes = {}
         for mode in ("dense", "sparse", "hybrid"):
-            s = eng.settings.with_(mode=mode, top_k=top_k)
+            s = eng.settings.with_(retrieval_mode=mode, top_k=top_k)
             modes[mode] = _pcts(timed(lambda q, s=s: eng.retrieve(q, s, "bench")))
 
         # embedded Qdrant queried directly (what the in-process index replaces)
-        s_h = eng.settings.with_(mode="hybrid", top_k=top_k)
+        s_h = eng.settings.with_(retrieval_mode="hybrid", top_k=top_k)
 
         def qdrant_direct(q: str) -> None:
             qv = encoder.encode([q])[0]
@@ -255,7 +255,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
 # ------------------------------------------------------------------ answer
 
 
-def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, results_dir: Path, settings: Settings) -> dict[str, Any]:
+def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, results_dir: Path, settings: RagcoreSettings) -> dict[str, Any]:
     """Time to the ``sources`` event, and ragcore's own cost per streamed token.
 
     The LLM is the scripted OpenAI-protocol server (127.0.0.1, no model, no delay per token),
@@ -276,7 +276,7 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
         src = Engine(settings, encoder=encoder)
         if not src.store.exists(source_collection):
             raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}; ingest one first")
-        eng = Engine(Settings(data_dir=Path(tmp)), encoder=encoder)
+        eng = Engine(RagcoreSettings(data_dir=Path(tmp)), encoder=encoder)
         n = _pad_collection(src, source_collection, eng, "bench", size)
         src.close()
         llm = LlmSettings(base_url=server.base_url, api_key="bench", model="scripted", timeout_s=30, max_retries=0)

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .config import Settings
+from .config import RagcoreSettings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     over: dict[str, Any] = {}
-    for key in ("top_k", "threshold", "mode", "collection", "chunk_size", "chunk_overlap", "fusion", "rrf_k", "data_dir"):
+    for key in ("top_k", "threshold", "retrieval_mode", "collection", "chunk_size", "chunk_overlap", "fusion", "rrf_k", "data_dir"):
         val = getattr(args, key, None)
         if val is not None:
             over[key] = Path(val) if key == "data_dir" else val
@@ -21,10 +21,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         over["path_filter"] = args.path_filter
     from .synthesis.llm_config import resolve_llm_settings
 
-    return Settings.from_env(llm=resolve_llm_settings(), **over)
+    return RagcoreSettings.from_env(llm=resolve_llm_settings(), **over)
 
 
-def _engine(settings: Settings):
+def _engine(settings: RagcoreSettings):
     from .pipeline import Engine
 
     return Engine(settings)
@@ -96,8 +96,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     s = _settings(args)
     engine = _engine(s)
     selection = _read_selection(args)
-    ask_mode = args.ask_mode or ("both" if selection is not None else "corpus")
-    stream = engine.stream(args.question, mode=ask_mode, selection=selection)
+    context = args.context or ("both" if selection is not None else "corpus")
+    stream = engine.stream(args.question, context=context, selection=selection)
     answer = None
     streamed = False
     try:
@@ -152,7 +152,7 @@ def render_answer(answer, *, include_text: bool = True) -> str:
         out.append(f"answered: {describe(m['support'], float(bar['value']))}; bar {bar['source']}")
     lat = m.get("latency_ms", {})
     out.append(
-        f"status {answer.status} · {m.get('generator')} · {m.get('mode')} · collection {m.get('collection')} "
+        f"status {answer.status} · {m.get('generator')} · {m.get('context')} · collection {m.get('collection')} "
         f"v{m.get('corpus_version')} · {m.get('chunks_used')} of {m.get('chunks_retrieved')} chunks used · "
         f"{lat.get('total', 0):.0f} ms"
     )
@@ -204,13 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--collection", "-c")
     ask.add_argument("--top-k", type=int, dest="top_k")
     ask.add_argument("--threshold", type=float, help="minimum cosine similarity (0-1) a chunk needs, in every mode")
-    ask.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode (default hybrid)")
+    ask.add_argument("--mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode (default hybrid)")
     ask.add_argument("--fusion", choices=["rrf", "weighted"])
     ask.add_argument("--rrf-k", type=int, dest="rrf_k")
     ask.add_argument("--path-filter", dest="path_filter", help="only documents whose path matches this glob")
     ask.add_argument("--selection", help="answer only from this passage")
     ask.add_argument("--selection-file", dest="selection_file", help="FILE[:START-END] lines to answer from")
-    ask.add_argument("--ask-mode", dest="ask_mode", choices=["corpus", "selection", "both"])
+    ask.add_argument("--context", "--ask-mode", dest="context", choices=["corpus", "selection", "both"], help="answer from the whole corpus, only the selection, or both (default: corpus, or both with --selection-file)")
     ask.add_argument("--json", action="store_true", help="print the Answer contract as JSON")
     ask.add_argument("--stream", action="store_true", help="print tokens as they come")
     ask.set_defaults(func=cmd_ask)

@@ -1,6 +1,6 @@
 """Settings: one frozen object, read from the environment (prefix RAGCORE_) or built in code.
 
-Nothing here runs at import time; call :func:`Settings.from_env` where a process starts
+Nothing here runs at import time; call :func:`RagcoreSettings.from_env` where a process starts
 (the CLI, the app) and pass the object down explicitly.
 """
 
@@ -44,6 +44,8 @@ class LlmSettings:
     context_window: int = 8192
     timeout_s: float = 30.0
     max_retries: int = 2
+    # whole-answer deadline: a server that trickles tokens cannot hold an answer open forever
+    deadline_s: float = 120.0
     unsupported_policy: UnsupportedPolicy = "annotate"
 
     @property
@@ -58,7 +60,7 @@ class LlmSettings:
 
 
 @dataclass(frozen=True)
-class Settings:
+class RagcoreSettings:
     # storage
     data_dir: Path = field(default_factory=default_data_dir)
     qdrant_url: str | None = None
@@ -70,9 +72,11 @@ class Settings:
     chunk_overlap: int = 30  # words carried over between neighbouring chunks of one section
     max_file_bytes: int = 20_000_000
     embed_batch_size: int = 8  # measured best on 2 cores: larger batches thrash the cache
+    max_chunk_chars: int = 4000  # hard cap on one chunk's text, whatever the file's shape
+    max_file_chunks: int = 5000  # a file that needs more is reported as too large, not ingested
 
     # retrieval
-    mode: RetrievalMode = "hybrid"
+    retrieval_mode: RetrievalMode = "hybrid"
     top_k: int = 6
     threshold: float = 0.0  # on cosine similarity (question vs chunk), every mode
     fusion: Fusion = "rrf"
@@ -94,7 +98,7 @@ class Settings:
 
     llm: LlmSettings = field(default_factory=LlmSettings)
 
-    def with_(self, **changes: Any) -> "Settings":
+    def with_(self, **changes: Any) -> "RagcoreSettings":
         return replace(self, **changes)
 
     @property
@@ -122,7 +126,7 @@ class Settings:
         return out
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "RagcoreSettings":
         """Build settings from RAGCORE_* variables (plus OPENAI_* for the endpoint).
 
         ``overrides`` win over the environment; unknown RAGCORE_ variables are ignored.

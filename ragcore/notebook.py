@@ -260,7 +260,7 @@ class RunRecorder:
         self.question = question
         self.context_mode = context_mode
         self.base_meta: dict[str, Any] = {
-            "mode": context_mode, "collection": collection, "config": dict(config),
+            "context": context_mode, "collection": collection, "config": dict(config),
             "corpus_version": corpus_version, "built_at": built_at, "generator": generator,
         }
         self.parts: list[str] = []
@@ -334,9 +334,9 @@ def config_stamp(answer: Mapping[str, Any]) -> dict[str, str]:
         out["corpus version"] = str(meta["corpus_version"])[:12]
     if meta.get("built_at"):
         out["built"] = str(meta["built_at"]).replace("T", " ").replace("+00:00", " UTC")
-    out["context"] = CONTEXT_LABELS.get(str(meta.get("mode")), str(meta.get("mode") or "?"))
-    if cfg and meta.get("mode") != "selection":  # a selection-only answer retrieves nothing
-        out["retrieval"] = str(cfg.get("mode", "?"))
+    out["context"] = CONTEXT_LABELS.get(str(meta.get("context", meta.get("mode"))), str(meta.get("context", meta.get("mode")) or "?"))
+    if cfg and meta.get("context", meta.get("mode")) != "selection":  # a selection-only answer retrieves nothing
+        out["retrieval"] = str(cfg.get("retrieval_mode", cfg.get("mode", "?")))
         out["top-K"] = str(cfg.get("top_k", "?"))
         thr = cfg.get("threshold")
         out["threshold"] = f"{thr:.2f}" if isinstance(thr, (int, float)) else str(thr)

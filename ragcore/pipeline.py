@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 
 from .answerability import Support, assess
 from .citations import SupportScorer, check_answer, evidence_from_candidates
-from .config import Settings
+from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
 from .guardrails import is_hedged, route_question
 from .ingest.chunking import chunk_id as make_chunk_id
@@ -30,7 +30,7 @@ from .types import (
     Answer, Candidate, Chunk, CollectionInfo, Event, Evidence, IngestReport, RetrievalResult, Validation,
 )
 
-AskMode = Literal["corpus", "selection", "both"]
+ContextMode = Literal["corpus", "selection", "both"]
 
 # sentences that legitimately carry no citation
 _EXEMPT_PREFIXES = ("the corpus does not", "the evidence does not", "the selection does not", "i could not find")
@@ -51,11 +51,11 @@ class SelectionInput:
 class Engine:
     def __init__(
         self,
-        settings: Settings,
+        settings: RagcoreSettings,
         *,
         store: Store | None = None,
         encoder: OnnxMiniLM | None = None,
-        generator_factory: Callable[[Settings], Any] | None = None,
+        generator_factory: Callable[[RagcoreSettings], Any] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store or Store(settings)
@@ -77,7 +77,7 @@ class Engine:
 
     def ingest(
         self, paths: Sequence[str | Path], collection: str | None = None, *, prune: bool = True,
-        progress: Progress | None = None, settings: Settings | None = None,
+        progress: Progress | None = None, settings: RagcoreSettings | None = None,
     ) -> IngestReport:
         s = settings or self.settings
         name = collection or s.collection
@@ -89,7 +89,7 @@ class Engine:
 
     def ingest_uploads(
         self, files: Sequence[tuple[str, bytes]], collection: str | None = None, *, progress: Progress | None = None,
-        settings: Settings | None = None,
+        settings: RagcoreSettings | None = None,
     ) -> IngestReport:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
         s = settings or self.settings
@@ -122,7 +122,7 @@ class Engine:
 
     # ------------------------------------------------------------------ retrieval
 
-    def retrieve(self, question: str, settings: Settings | None = None, collection: str | None = None) -> RetrievalResult:
+    def retrieve(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> RetrievalResult:
         s = settings or self.settings
         return self.retriever.search(collection or s.collection, question, s)
 
@@ -136,7 +136,7 @@ class Engine:
                 self._topics[collection] = hit
             return hit[1]
 
-    def abstain_bar(self, settings: Settings | None = None, collection: str | None = None) -> tuple[float, str]:
+    def abstain_bar(self, settings: RagcoreSettings | None = None, collection: str | None = None) -> tuple[float, str]:
         """The bar in force and where it comes from ("calibrated on …" or "settings")."""
         s = settings or self.settings
         if s.calibrated_bar:
@@ -145,14 +145,14 @@ class Engine:
                 return float(cal["bar"]), f"calibrated on {cal.get('dataset', 'a data set')}"
         return s.abstain_bar, "settings"
 
-    def support(self, question: str, settings: Settings | None = None, collection: str | None = None) -> Support:
+    def support(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> Support:
         """The corpus-mode support score of a question, without composing an answer."""
         s = settings or self.settings
         name = collection or s.collection
         result = self.retriever.search(name, question, s)
         return assess("corpus", question, result.candidates, self.closest_topic(question, s, name), None)
 
-    def closest_topic(self, question: str, settings: Settings | None = None, collection: str | None = None) -> TopicMatch | None:
+    def closest_topic(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> TopicMatch | None:
         s = settings or self.settings
         q = self.encoder.encode([question])[0]  # cached: retrieval embedded the same text
         return self.topic_index(collection or s.collection).best(q, s.path_filter)
@@ -177,8 +177,8 @@ class Engine:
         question: str,
         *,
         collection: str | None = None,
-        settings: Settings | None = None,
-        mode: AskMode = "corpus",
+        settings: RagcoreSettings | None = None,
+        context: ContextMode = "corpus",
         selection: SelectionInput | str | None = None,
         selection_source: str | None = None,
         history: Sequence[tuple[str, str]] = (),
@@ -201,10 +201,10 @@ class Engine:
 
         if isinstance(selection, str):
             selection = SelectionInput(selection, selection_source)
-        if selection is not None and mode == "corpus":
-            mode = "both"
-        yield ev("started", question=question, mode=mode, collection=name)
-        base_meta: dict[str, Any] = {"mode": mode, "collection": name, "config": s.public_dict(), "request_id": rid}
+        if selection is not None and context == "corpus":
+            context = "both"
+        yield ev("started", question=question, context=context, collection=name)
+        base_meta: dict[str, Any] = {"context": context, "collection": name, "config": s.public_dict(), "request_id": rid}
 
         def fail(message: str) -> Iterator[Event]:
             ans = Answer(question=question, answer="", status="error", metadata=base_meta, error_message=message)
@@ -214,7 +214,7 @@ class Engine:
         if not question or not question.strip():
             yield from fail("The question is empty: type a question first.")
             return
-        if mode in ("selection", "both") and (selection is None or len(selection.text.strip()) < s.min_selection_chars):
+        if context in ("selection", "both") and (selection is None or len(selection.text.strip()) < s.min_selection_chars):
             got = 0 if selection is None else len(selection.text.strip())
             yield from fail(
                 f"The selected passage is too short ({got} characters; at least {s.min_selection_chars} are needed). "
@@ -235,18 +235,18 @@ class Engine:
             return
 
         try:
-            info = self.store.info(name) if mode != "selection" else None
-            if mode != "selection" and (info is None or info.chunks == 0):
+            info = self.store.info(name) if context != "selection" else None
+            if context != "selection" and (info is None or info.chunks == 0):
                 yield from fail(f"The collection {name!r} is empty or does not exist. Ingest documents first: ragcore ingest PATH --collection {name}")
                 return
             latency: dict[str, float] = {}
             standalone = self._standalone(question, history, s)
             evidence: list[Evidence] = []
             candidates: tuple[Candidate, ...] = ()
-            if mode in ("selection", "both"):
+            if context in ("selection", "both"):
                 assert selection is not None
                 evidence.extend(selection_evidence(selection))
-            if mode in ("corpus", "both"):
+            if context in ("corpus", "both"):
                 result = self.retriever.search(name, standalone, s)
                 latency.update(result.latency_ms)
                 candidates = result.candidates
@@ -266,14 +266,14 @@ class Engine:
             composer = ExtractiveComposer(self.encoder, max_sentences=s.max_answer_sentences)
             # a selection is judged by its sentences, so those modes compose first; in corpus
             # mode the decision needs no composing, and an abstention skips it (0.4–2 s)
-            extractive = composer.compose(standalone, evidence) if mode != "corpus" else None
+            extractive = composer.compose(standalone, evidence) if context != "corpus" else None
             t_assess = time.perf_counter()
-            topic = self.closest_topic(standalone, s, name) if mode != "selection" else None
-            support = assess(mode, standalone, candidates, topic, extractive.best_selection if extractive else None)
+            topic = self.closest_topic(standalone, s, name) if context != "selection" else None
+            support = assess(context, standalone, candidates, topic, extractive.best_selection if extractive else None)
             meta["best_support"] = round(support.score, 4)
             meta["support"] = support.as_dict()
             latency["assess"] = (time.perf_counter() - t_assess) * 1e3
-            bar, bar_source = self.abstain_bar(s, name) if mode != "selection" else (s.abstain_bar, "settings")
+            bar, bar_source = self.abstain_bar(s, name) if context != "selection" else (s.abstain_bar, "settings")
             meta["abstain_bar"] = {"value": bar, "source": bar_source}
             if extractive is None and evidence and support.score >= bar:
                 extractive = composer.compose(standalone, evidence)
@@ -357,7 +357,7 @@ class Engine:
 
     # ------------------------------------------------------------------ helpers
 
-    def _standalone(self, question: str, history: Sequence[tuple[str, str]], s: Settings) -> str:
+    def _standalone(self, question: str, history: Sequence[tuple[str, str]], s: RagcoreSettings) -> str:
         turns = list(history)[-s.conversation_turns :] if s.conversation_turns else []
         if not turns:
             return question
@@ -372,7 +372,7 @@ class Engine:
                 pass  # a failed condense must not fail the question; fall through
         return f"{turns[-1][0]} {question}"
 
-    def _generator(self, s: Settings) -> Any:
+    def _generator(self, s: RagcoreSettings) -> Any:
         """One generator (and HTTP connection pool) per endpoint configuration."""
         gen = self._generators.get(s.llm)
         if gen is None:
@@ -425,7 +425,7 @@ class Engine:
         return run(), outcome
 
 
-def _abstain_reason(evidence: Sequence[Evidence], support: Support, nothing_to_quote: bool, bar: float, s: Settings) -> str | None:
+def _abstain_reason(evidence: Sequence[Evidence], support: Support, nothing_to_quote: bool, bar: float, s: RagcoreSettings) -> str | None:
     """Why the engine will not answer, or None when it will."""
     if not evidence:
         return "no evidence passed top-K and the threshold"

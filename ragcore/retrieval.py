@@ -24,9 +24,10 @@ from typing import Sequence
 import numpy as np
 from qdrant_client import models as qm
 
-from .config import Settings
+from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
-from .search_index import SearchIndex, parse_path_filter, path_matches, top_indices
+from .pathfilter import parse_path_filter, path_matches
+from .search_index import SearchIndex, top_indices
 from .sparse import Bm25Encoder
 from .store import DENSE, SPARSE, Store, chunk_from_payload
 from .types import Candidate, Chunk, RetrievalResult, ScoreKind
@@ -122,7 +123,7 @@ class Retriever:
 
     # ------------------------------------------------------------------ search
 
-    def search(self, collection: str, query: str, settings: Settings) -> RetrievalResult:
+    def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
         """The ranked candidate pool for ``query``, cut per ``settings``."""
         t0 = time.perf_counter()
         q_dense = self.encoder.encode([query])[0]
@@ -138,8 +139,8 @@ class Retriever:
         t3 = time.perf_counter()
         return RetrievalResult(
             query=query,
-            mode=settings.mode,
-            rank_score_kind=rank_score_kind(settings.mode, settings.fusion),
+            retrieval_mode=settings.retrieval_mode,
+            rank_score_kind=rank_score_kind(settings.retrieval_mode, settings.fusion),
             candidates=cands,
             latency_ms={"embed": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3, "fuse_and_cut": (t3 - t2) * 1e3},
         )
@@ -147,12 +148,12 @@ class Retriever:
     # A pool entry: chunk, cosine, bm25, dense rank, sparse rank (ranks None outside a branch's list)
     _Pool = list[tuple[Chunk, float | None, float | None, int | None, int | None]]
 
-    def _pool_local(self, collection: str, q_dense: np.ndarray, q_sparse, settings: Settings) -> _Pool:
+    def _pool_local(self, collection: str, q_dense: np.ndarray, q_sparse, settings: RagcoreSettings) -> _Pool:
         idx = self.index(collection)
         sc = idx.score(q_dense, q_sparse, settings.path_filter)
         n = settings.candidates
-        d_top = top_indices(sc.dense, n, sc.mask) if settings.mode != "sparse" else []
-        s_top = top_indices(sc.sparse, n, sc.mask, positive_only=True) if settings.mode != "dense" else []
+        d_top = top_indices(sc.dense, n, sc.mask) if settings.retrieval_mode != "sparse" else []
+        s_top = top_indices(sc.sparse, n, sc.mask, positive_only=True) if settings.retrieval_mode != "dense" else []
         d_rank = {i: r for r, i in enumerate(d_top, 1)}
         s_rank = {i: r for r, i in enumerate(s_top, 1)}
         pool = []
@@ -160,7 +161,7 @@ class Retriever:
             pool.append((idx.chunks[i], float(sc.dense[i]), float(sc.sparse[i]), d_rank.get(i), s_rank.get(i)))
         return pool
 
-    def _pool_server(self, collection: str, q_dense: np.ndarray, qs, settings: Settings) -> _Pool:
+    def _pool_server(self, collection: str, q_dense: np.ndarray, qs, settings: RagcoreSettings) -> _Pool:
         client = self.store.client
         # Qdrant has no glob match: with a path filter, over-fetch and filter here with the
         # same matcher the embedded index uses, so both back ends mean the same thing.
@@ -168,9 +169,9 @@ class Retriever:
         n = settings.candidates * (5 if settings.path_filter else 1)
         dense_hits = []
         sparse_hits = []
-        if settings.mode != "sparse":
+        if settings.retrieval_mode != "sparse":
             dense_hits = client.query_points(collection, query=q_dense.tolist(), using=DENSE, limit=n, query_filter=flt, with_payload=True).points
-        if settings.mode != "dense" and qs.indices:
+        if settings.retrieval_mode != "dense" and qs.indices:
             sparse_hits = client.query_points(
                 collection, query=qm.SparseVector(indices=list(qs.indices), values=list(qs.values)),
                 using=SPARSE, limit=n, query_filter=flt, with_payload=True, with_vectors=[DENSE],
@@ -198,7 +199,7 @@ class Retriever:
             pool = [e for e in pool if e[3] is not None or e[4] is not None]
         return pool  # type: ignore[return-value]
 
-    def _rank(self, pool: _Pool, settings: Settings) -> list[Candidate]:
+    def _rank(self, pool: _Pool, settings: RagcoreSettings) -> list[Candidate]:
         by_d = sorted((e for e in pool if e[3] is not None), key=lambda e: e[3])
         by_s = sorted((e for e in pool if e[4] is not None and e[2] is not None), key=lambda e: e[4])
         dense = {e[0].chunk_id: e[1] for e in by_d}
@@ -206,7 +207,7 @@ class Retriever:
         cosine = {e[0].chunk_id: e[1] for e in pool if e[1] is not None}
         fused = fuse(dense, sparse, fusion=settings.fusion, rrf_k=settings.rrf_k,
                      dense_weight=settings.dense_weight, cosine=cosine)
-        kind = rank_score_kind(settings.mode, settings.fusion)
+        kind = rank_score_kind(settings.retrieval_mode, settings.fusion)
         inf = float("inf")
         if kind == "cosine":
             key = {c.chunk_id: (-(d or 0.0), dr or inf) for c, d, _, dr, _ in pool}

@@ -11,13 +11,13 @@ With a Qdrant server (``RAGCORE_QDRANT_URL``) the server does the searching inst
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse as sp
 
+from .pathfilter import parse_path_filter, path_matches
 from .store import CollectionData
 from .types import Chunk
 
@@ -25,16 +25,6 @@ from .types import Chunk
 def qdrant_idf(df: np.ndarray, n: int) -> np.ndarray:
     """Qdrant's IDF modifier: ln((N − df + 0.5) / (df + 0.5) + 1)."""
     return np.log((n - df + 0.5) / (df + 0.5) + 1.0)
-
-
-def parse_path_filter(pattern: str) -> list[str]:
-    """"docs/*.md, ref/" → ["docs/*.md", "ref/"] (comma-separated globs)."""
-    return [p.strip() for p in pattern.split(",") if p.strip()]
-
-
-def path_matches(path: str, patterns: list[str]) -> bool:
-    """A glob match (``fnmatch``), or a folder prefix when the pattern ends with "/"."""
-    return any(fnmatch.fnmatch(path, p) or (p.endswith("/") and path.startswith(p)) for p in patterns)
 
 
 @dataclass

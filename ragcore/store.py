@@ -24,7 +24,7 @@ from llama_index.core.schema import TextNode
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from .config import Settings
+from .config import RagcoreSettings
 from .embeddings import DIMENSION, MODEL_NAME
 from .sparse import Bm25Encoder
 from .types import Chunk, CollectionInfo
@@ -119,7 +119,7 @@ def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
 
 
 class Store:
-    def __init__(self, settings: Settings, client: QdrantClient | None = None) -> None:
+    def __init__(self, settings: RagcoreSettings, client: QdrantClient | None = None) -> None:
         self.settings = settings
         self._client = client
         self._lock = threading.Lock()

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .embeddings import DIMENSION, OnnxMiniLM
-from .search_index import parse_path_filter, path_matches
+from .pathfilter import parse_path_filter, path_matches
 from .store import SectionRef, Store
 
 

@@ -147,7 +147,7 @@ class Candidate:
 @dataclass(frozen=True)
 class RetrievalResult:
     query: str
-    mode: str
+    retrieval_mode: str
     rank_score_kind: ScoreKind  # the score that orders candidates in this mode
     candidates: tuple[Candidate, ...]  # all, in rank order, kept and cut
     latency_ms: Mapping[str, float] = field(default_factory=dict)

@@ -55,7 +55,7 @@ def shared_runtime():
 def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     d = shared_data_dir()
     for var in ("RAGCORE_QDRANT_URL", "RAGCORE_LLM_MODEL", "RAGCORE_COLLECTION", "RAGCORE_TOP_K", "RAGCORE_THRESHOLD",
-                "RAGCORE_MODE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+                "RAGCORE_RETRIEVAL_MODE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(d))
     monkeypatch.setenv("RAGCORE_APP_WARMUP", "0")  # keep the two cores for the tests

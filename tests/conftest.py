@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from ragcore.config import Settings
+from ragcore.config import RagcoreSettings
 from ragcore.embeddings import OnnxMiniLM
 from ragcore.pipeline import Engine
 from tests.openai_server import openai_server  # noqa: F401  (fixture)
@@ -39,7 +39,7 @@ def make_engine(tmp_path: Path, encoder: OnnxMiniLM) -> Iterator[Callable[..., E
 
     def make(**overrides) -> Engine:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(engines)}")
-        s = Settings(data_dir=data_dir, **overrides)
+        s = RagcoreSettings(data_dir=data_dir, **overrides)
         e = Engine(s, encoder=encoder)
         engines.append(e)
         return e
@@ -55,7 +55,7 @@ def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) 
     first start does (collection "guide")."""
     from ragcore.bootstrap import ensure_demo_collection
 
-    e = Engine(Settings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
+    e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
     ensure_demo_collection(e, "guide")
     yield e
     e.close()

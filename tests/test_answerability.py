@@ -153,7 +153,7 @@ def test_engine_abstains_off_topic_and_says_why(garden: Engine) -> None:
 
 def test_selection_mode_is_judged_on_the_selection(garden: Engine) -> None:
     sel = "Water tomato plants deeply twice a week, in the morning, at the roots. Mulch keeps the soil moist."
-    a = garden.ask("How often should tomatoes be watered?", mode="selection", selection=sel)
+    a = garden.ask("How often should tomatoes be watered?", context="selection", selection=sel)
     assert a.status == "ok" and a.metadata["support"]["basis"] == "selection"
     assert a.metadata["support"]["topic"] is None
 

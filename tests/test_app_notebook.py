@@ -122,7 +122,7 @@ def test_selection_mode_answers_from_the_pasted_passage(app_env):
     assert at.button_group(key="nb_mode").value == "sparse"
     ask(at)
     last = _cells(app_env)[-1]["runs"][-1]["answer"]
-    assert last["metadata"]["config"]["mode"] == "sparse" and last["metadata"]["mode"] == "corpus"
+    assert last["metadata"]["config"]["retrieval_mode"] == "sparse" and last["metadata"]["context"] == "corpus"
 
 
 def test_export_buttons_carry_markdown_html_and_json(app_env, monkeypatch):

@@ -38,7 +38,7 @@ def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.C
     assert main(["ask", "What does the threshold apply to?", "-c", "cli", "--json", "--top-k", "2", "--mode", "dense"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["status"] == "ok"
-    assert answer["metadata"]["config"]["top_k"] == 2 and answer["metadata"]["config"]["mode"] == "dense"
+    assert answer["metadata"]["config"]["top_k"] == 2 and answer["metadata"]["config"]["retrieval_mode"] == "dense"
     assert answer["metadata"]["corpus_version"] and answer["metadata"]["built_at"]
     assert sum(c["kept"] for c in answer["candidates"]) <= 2
     lines = (corpus / "05-scores.md").read_text().splitlines()

@@ -67,11 +67,11 @@ def unmarked(sentence: str) -> str:
 
 @pytest.fixture(scope="module")
 def django_answers(tmp_path_factory: pytest.TempPathFactory, encoder) -> tuple[Path, list[tuple[str, str, list[str], Answer]]]:
-    from ragcore.config import Settings
+    from ragcore.config import RagcoreSettings
 
     questions = load_questions()
     root = django_subset(tmp_path_factory.mktemp("dj") / "dj", PAGES)
-    engine = Engine(Settings(data_dir=tmp_path_factory.mktemp("dj-data"), collection="dj"), encoder=encoder)
+    engine = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("dj-data"), collection="dj"), encoder=encoder)
     try:
         report = engine.ingest([root], "dj")
         assert report.count("added") == len(PAGES) and not report.failed

@@ -127,7 +127,7 @@ def test_eval_end_to_end(tmp_path: Path, make_engine, encoder, monkeypatch, caps
     assert report.run("top_k=1").metrics()["ndcg_at_10"] == pytest.approx(m["ndcg_at_10"])  # the pool does not depend on top_k
 
     # BM25 alone is ragcore's sparse mode; the LlamaIndex baseline has retrieval metrics only
-    assert report.run("BM25 alone").config["mode"] == "sparse"
+    assert report.run("BM25 alone").config["retrieval_mode"] == "sparse"
     li = report.run(LLAMAINDEX_LABEL).metrics()
     assert li["recall_at_20"] is not None and li["answer_rate"] is None and li["token_f1"] is None
     cache = data_dir / "eval_cache"
@@ -189,12 +189,12 @@ def test_eval_cli_errors(tmp_path: Path, capsys) -> None:
 def test_parse_sweep_types_values() -> None:
     assert parse_sweep("top_k=5,10,20").values == (5, 10, 20)
     assert parse_sweep("threshold=0, 0.25").values == (0.0, 0.25)
-    assert parse_sweep("mode=dense,sparse,hybrid").values == ("dense", "sparse", "hybrid")
+    assert parse_sweep("retrieval_mode=dense,sparse,hybrid").values == ("dense", "sparse", "hybrid")
     assert parse_sweep("rrf-k=10,60").key == "rrf_k"
     assert parse_sweep("fusion_k=30").key == "rrf_k"
     assert parse_sweep("dedupe=true,false").values == (True, False)
     assert parse_sweep("top_k=5,5,10").values == (5, 10)
-    for bad, msg in (("top_k", "KEY=V1"), ("mode=bm25", "choose from"), ("nope=1", "unknown setting"),
+    for bad, msg in (("top_k", "KEY=V1"), ("retrieval_mode=bm25", "choose from"), ("nope=1", "unknown setting"),
                      ("collection=a,b", "cannot be swept"), ("threshold=x", "expected float")):
         with pytest.raises(SweepError, match=msg):
             parse_sweep(bad)

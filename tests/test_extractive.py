@@ -167,7 +167,7 @@ def test_sentence_spans_do_not_split_inside_inline_code(text: str, n: int) -> No
 
 def test_selection_mode_cites_only_the_selection(guide_engine: Engine) -> None:
     sel = SelectionInput(SELECTION, "notes.md", SELECTION_START)
-    a = guide_engine.ask("What does the extractive composer do?", mode="selection", selection=sel)
+    a = guide_engine.ask("What does the extractive composer do?", context="selection", selection=sel)
     print(a.answer, [(c.n, c.start_line, c.end_line) for c in a.citations])
     assert a.status == "ok"
     assert a.citations
@@ -179,12 +179,12 @@ def test_selection_mode_cites_only_the_selection(guide_engine: Engine) -> None:
         assert c.path == "notes.md"
         assert SELECTION_START <= c.start_line <= c.end_line <= last_line
     assert_verbatim(a)
-    assert a.metadata["mode"] == "selection"
+    assert a.metadata["context"] == "selection"
 
 
 def test_selection_lines_follow_the_source(guide_engine: Engine) -> None:
     sel = SelectionInput(SELECTION, "notes.md", SELECTION_START)
-    a = guide_engine.ask("When does the composer abstain?", mode="selection", selection=sel)
+    a = guide_engine.ask("When does the composer abstain?", context="selection", selection=sel)
     ev = {e.chunk.text.split("\n")[0][:20]: (e.chunk.start_line, e.chunk.end_line) for e in a.evidence}
     assert ev["The extractive compo"] == (10, 10)
     assert ev["It picks sentences f"] == (11, 11)
@@ -194,19 +194,19 @@ def test_selection_lines_follow_the_source(guide_engine: Engine) -> None:
 def test_selection_too_short_is_an_error(guide_engine: Engine) -> None:
     short = "Too short to ask about."
     assert len(short) < guide_engine.settings.min_selection_chars
-    a = guide_engine.ask("What is this?", mode="selection", selection=SelectionInput(short, "notes.md", 1))
+    a = guide_engine.ask("What is this?", context="selection", selection=SelectionInput(short, "notes.md", 1))
     assert a.status == "error"
     assert a.error_message and str(guide_engine.settings.min_selection_chars) in a.error_message
     assert "at least" in a.error_message
     assert a.citations == () and a.answer == ""
     # no selection at all in selection mode: the same error
-    a = guide_engine.ask("What is this?", mode="selection")
+    a = guide_engine.ask("What is this?", context="selection")
     assert a.status == "error" and str(guide_engine.settings.min_selection_chars) in a.error_message
 
 
 def test_both_mode_numbers_selection_first(guide_engine: Engine) -> None:
     sel = SelectionInput(SELECTION, "notes.md", SELECTION_START)
-    a = guide_engine.ask("What does the extractive composer do?", mode="both", selection=sel)
+    a = guide_engine.ask("What does the extractive composer do?", context="both", selection=sel)
     assert a.status == "ok"
     origins = [e.origin for e in a.evidence]
     k = origins.count("selection")
@@ -217,12 +217,12 @@ def test_both_mode_numbers_selection_first(guide_engine: Engine) -> None:
     assert all(e.chunk.path != "notes.md" for e in a.evidence[k:])
     for c in a.citations:
         assert c.origin == ("selection" if c.n <= k else "corpus")
-    assert a.metadata["mode"] == "both"
+    assert a.metadata["context"] == "both"
 
 
 def test_selection_in_corpus_mode_switches_to_both(guide_engine: Engine) -> None:
     a = guide_engine.ask("What does the extractive composer do?", selection=SELECTION, selection_source="notes.md")
-    assert a.metadata["mode"] == "both"
+    assert a.metadata["context"] == "both"
     assert a.evidence[0].origin == "selection" and a.evidence[0].chunk.path == "notes.md"
 
 

@@ -117,12 +117,12 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from ragcore.config import Settings
+    from ragcore.config import RagcoreSettings
     from ragcore.pipeline import Engine
     from ragcore.store import Store
 
     root, data_dir, where = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    engine = Engine(Settings(data_dir=data_dir))
+    engine = Engine(RagcoreSettings(data_dir=data_dir))
     write, delete = Store.write_chunks, Store.delete_points
 
     def kill():

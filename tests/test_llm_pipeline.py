@@ -156,7 +156,7 @@ def test_selection_mode_gives_the_model_only_the_selection(llm_engine) -> None:
     engine, server, settings = llm_engine
     sel = SelectionInput("Cats sleep for most of the day. They are most active at dawn and dusk.", "notes.md", 3)
     server.script([Text("Cats are most active at dawn and dusk [2].")])
-    answer = engine.ask("When are cats active?", mode="selection", selection=sel, settings=settings())
+    answer = engine.ask("When are cats active?", context="selection", selection=sel, settings=settings())
     prompt = "\n".join(m["content"] for m in server.generation_requests()[0].body["messages"])
     assert 'origin="selection"' in prompt and 'origin="corpus"' not in prompt
     assert [c.path for c in answer.citations] == ["notes.md"] and answer.citations[0].start_line == 3

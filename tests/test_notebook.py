@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragcore.config import LlmSettings, Settings
+from ragcore.config import LlmSettings, RagcoreSettings
 from ragcore.notebook import (
     FORMAT, MAX_RUNS, Cell, Notebook, NotebookError, NotebookStore, Run, RunRecorder, badges, cells_from_export,
     config_stamp, diff_runs, export_html, export_json, export_markdown,
@@ -28,10 +28,10 @@ def answer(text: str, ev: list[Chunk], *, top_k: int = 6, version: str = "v1", k
                  retrieval_score=e.score, score_kind="rrf", support=0.9)
         for e in evidence[:1]
     )
-    s = Settings(top_k=top_k, llm=LlmSettings(model="m" if key else None, api_key=key))
+    s = RagcoreSettings(top_k=top_k, llm=LlmSettings(model="m" if key else None, api_key=key))
     val = Validation(sentences=(SentenceCheck(text="x", citations=(), support=0.0, flags=("uncited",)),))
     return Answer(question="Q?", answer=text, status=status, citations=cits, evidence=evidence, validation=val,
-                  metadata={"mode": "corpus", "collection": "guide", "config": s.public_dict(), "corpus_version": version,
+                  metadata={"context": "corpus", "collection": "guide", "config": s.public_dict(), "corpus_version": version,
                             "generator": "extractive", "latency_ms": {"total": 12.0}, "request_id": "r"})
 
 

@@ -10,7 +10,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from ragcore.config import Settings
+from ragcore.config import RagcoreSettings
 from ragcore.embeddings import OnnxMiniLM
 from ragcore.pipeline import Engine
 from ragcore.retrieval import apply_cuts, fuse, rank_score_kind
@@ -98,7 +98,7 @@ def corpus_files() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def cfg_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
     root = write_corpus(tmp_path_factory.mktemp("cfg-corpus"), corpus_files())
-    e = Engine(Settings(data_dir=tmp_path_factory.mktemp("cfg-data"), collection=COLLECTION), encoder=encoder)
+    e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("cfg-data"), collection=COLLECTION), encoder=encoder)
     e.ingest([root], COLLECTION)
     yield e
     e.close()
@@ -116,7 +116,7 @@ def rank_of_target(result: RetrievalResult) -> int | None:
 
 
 def show(result: RetrievalResult, n: int = 8) -> str:
-    rows = [f"{result.mode} for {result.query!r}:"]
+    rows = [f"{result.retrieval_mode} for {result.query!r}:"]
     for c in result.candidates[:n]:
         rows.append(
             f"  #{c.rank:<2} d={c.dense_score:.3f}(r{c.dense_rank}) s={c.sparse_score or 0:.3f}(r{c.sparse_rank}) "
@@ -140,9 +140,9 @@ def test_corpus_shape(cfg_engine: Engine) -> None:
 
 
 def test_hybrid_finds_exact_identifier_that_dense_misses(cfg_engine: Engine) -> None:
-    dense = search(cfg_engine, IDENT_QUERY, mode="dense", top_k=3)
-    sparse = search(cfg_engine, IDENT_QUERY, mode="sparse", top_k=3)
-    hybrid = search(cfg_engine, IDENT_QUERY, mode="hybrid", top_k=3)
+    dense = search(cfg_engine, IDENT_QUERY, retrieval_mode="dense", top_k=3)
+    sparse = search(cfg_engine, IDENT_QUERY, retrieval_mode="sparse", top_k=3)
+    hybrid = search(cfg_engine, IDENT_QUERY, retrieval_mode="hybrid", top_k=3)
     for r in (dense, sparse, hybrid):
         print(show(r))
     print("target rank: dense", rank_of_target(dense), "sparse", rank_of_target(sparse), "hybrid", rank_of_target(hybrid))
@@ -157,7 +157,7 @@ def test_hybrid_finds_exact_identifier_that_dense_misses(cfg_engine: Engine) -> 
 
 def test_identifier_query_sparse_hits_only_matching_chunks(cfg_engine: Engine) -> None:
     """Only chunks sharing a query term get a BM25 score; the identifier's chunk scores far above."""
-    r = search(cfg_engine, IDENT_QUERY, mode="sparse", top_k=50, dedupe=False)
+    r = search(cfg_engine, IDENT_QUERY, retrieval_mode="sparse", top_k=50, dedupe=False)
     assert all(c.sparse_score and c.sparse_score > 0 for c in r.candidates)
     sections = {c.chunk.section[-1] for c in r.candidates}
     assert sections == {"Housekeeping", "Request timeout", "Timeouts overview"}
@@ -177,7 +177,7 @@ def all_scored(r: RetrievalResult) -> None:
 
 
 def test_dense_mode_ranks_by_cosine(cfg_engine: Engine) -> None:
-    r = search(cfg_engine, GENERIC_QUERY, mode="dense", top_k=50, dedupe=False)
+    r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="dense", top_k=50, dedupe=False)
     assert r.rank_score_kind == "cosine"
     all_scored(r)
     cos = [c.dense_score for c in r.candidates]
@@ -194,7 +194,7 @@ def test_dense_mode_ranks_by_cosine(cfg_engine: Engine) -> None:
 
 
 def test_sparse_mode_ranks_by_bm25(cfg_engine: Engine) -> None:
-    r = search(cfg_engine, GENERIC_QUERY, mode="sparse", top_k=50, dedupe=False)
+    r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="sparse", top_k=50, dedupe=False)
     assert r.rank_score_kind == "bm25"
     all_scored(r)
     bm = [c.sparse_score for c in r.candidates]
@@ -211,7 +211,7 @@ def test_sparse_mode_ranks_by_bm25(cfg_engine: Engine) -> None:
 def test_sparse_rank_equals_rank_when_bm25_ties(cfg_engine: Engine) -> None:
     """Two chunks with the same BM25 score: the candidate's rank and its sparse rank must agree
     (one tie-break everywhere), or the table shows "#10 … BM25 rank 11"."""
-    r = search(cfg_engine, GENERIC_QUERY, mode="sparse", top_k=50, dedupe=False)
+    r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="sparse", top_k=50, dedupe=False)
     scores = [round(c.sparse_score, 9) for c in r.candidates]
     assert len(scores) != len(set(scores)), "this query is meant to produce a BM25 tie"
     mismatched = [(c.rank, c.sparse_rank, c.sparse_score, c.chunk.locator) for c in r.candidates if c.rank != c.sparse_rank]
@@ -220,7 +220,7 @@ def test_sparse_rank_equals_rank_when_bm25_ties(cfg_engine: Engine) -> None:
 
 @pytest.mark.parametrize("query", [GENERIC_QUERY, IDENT_QUERY, "database transaction lock"])
 def test_hybrid_rrf_is_sum_of_reciprocal_ranks(cfg_engine: Engine, query: str) -> None:
-    s = cfg_engine.settings.with_(mode="hybrid", fusion="rrf", top_k=50, dedupe=False)
+    s = cfg_engine.settings.with_(retrieval_mode="hybrid", fusion="rrf", top_k=50, dedupe=False)
     r = cfg_engine.retrieve(query, s)
     assert r.rank_score_kind == "rrf"
     all_scored(r)
@@ -240,14 +240,14 @@ def test_hybrid_rrf_is_sum_of_reciprocal_ranks(cfg_engine: Engine, query: str) -
 
 def test_hybrid_rank_equals_fused_rank(cfg_engine: Engine) -> None:
     """The rank shown and the fused rank shown must agree, also when RRF scores tie."""
-    r = search(cfg_engine, GENERIC_QUERY, mode="hybrid", fusion="rrf", top_k=50, dedupe=False)
+    r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", fusion="rrf", top_k=50, dedupe=False)
     ties = len(r.candidates) - len({round(c.fused_score, 12) for c in r.candidates})
     print("tied fused scores:", ties)
     assert [c.fused_rank for c in r.candidates] == [c.rank for c in r.candidates], show(r, 40)
 
 
 def test_hybrid_weighted_scores(cfg_engine: Engine) -> None:
-    s = cfg_engine.settings.with_(mode="hybrid", fusion="weighted", dense_weight=0.7, top_k=50, dedupe=False)
+    s = cfg_engine.settings.with_(retrieval_mode="hybrid", fusion="weighted", dense_weight=0.7, top_k=50, dedupe=False)
     r = cfg_engine.retrieve(GENERIC_QUERY, s)
     assert r.rank_score_kind == "weighted"
     all_scored(r)
@@ -305,18 +305,18 @@ def test_fuse_empty() -> None:
 
 
 def test_threshold_cuts_exactly_low_cosines(cfg_engine: Engine) -> None:
-    base = search(cfg_engine, GENERIC_QUERY, mode="hybrid", top_k=100, dedupe=False, threshold=-1.0)
+    base = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", top_k=100, dedupe=False, threshold=-1.0)
     assert all(c.kept for c in base.candidates)
     cos = sorted(c.dense_score for c in base.candidates)
     thr = float(np.median(cos))
-    r = search(cfg_engine, GENERIC_QUERY, mode="hybrid", top_k=100, dedupe=False, threshold=thr)
+    r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", top_k=100, dedupe=False, threshold=thr)
     below = {c.chunk.chunk_id for c in r.candidates if c.dense_score < thr}
     assert below and len(below) < len(r.candidates)
     assert {c.chunk.chunk_id for c in r.candidates if c.dropped_reason == "threshold"} == below
     assert all(c.kept for c in r.candidates if c.chunk.chunk_id not in below)
     assert all(not c.kept for c in r.candidates if c.chunk.chunk_id in below)
     # the threshold is on cosine in every mode, never on the mode's own score
-    sp = search(cfg_engine, GENERIC_QUERY, mode="sparse", top_k=100, dedupe=False, threshold=thr)
+    sp = search(cfg_engine, GENERIC_QUERY, retrieval_mode="sparse", top_k=100, dedupe=False, threshold=thr)
     assert {c.chunk.chunk_id for c in sp.candidates if c.dropped_reason == "threshold"} == {
         c.chunk.chunk_id for c in sp.candidates if c.dense_score < thr
     }
@@ -324,7 +324,7 @@ def test_threshold_cuts_exactly_low_cosines(cfg_engine: Engine) -> None:
 
 def test_threshold_applies_before_top_k(cfg_engine: Engine) -> None:
     """A chunk cut by the threshold does not use up a top-K slot."""
-    base = search(cfg_engine, GENERIC_QUERY, mode="sparse", top_k=100, dedupe=False, threshold=-1.0)
+    base = search(cfg_engine, GENERIC_QUERY, retrieval_mode="sparse", top_k=100, dedupe=False, threshold=-1.0)
     thr = sorted(c.dense_score for c in base.candidates)[len(base.candidates) // 2]
     r = Engine.recut(base, top_k=3, threshold=thr, dedupe=False)
     kept = r.kept
@@ -335,7 +335,7 @@ def test_threshold_applies_before_top_k(cfg_engine: Engine) -> None:
 
 def test_top_k_keeps_exactly_k(cfg_engine: Engine) -> None:
     for k in (1, 3, 7):
-        r = search(cfg_engine, GENERIC_QUERY, mode="hybrid", top_k=k, dedupe=False, threshold=-1.0)
+        r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", top_k=k, dedupe=False, threshold=-1.0)
         assert len(r.kept) == k
         assert [c.rank for c in r.kept] == list(range(1, k + 1))
         rest = r.candidates[k:]
@@ -344,7 +344,7 @@ def test_top_k_keeps_exactly_k(cfg_engine: Engine) -> None:
 
 def test_default_threshold_cuts_nothing(cfg_engine: Engine) -> None:
     """The documented default threshold (0.0) cuts nothing."""
-    r = search(cfg_engine, "tungsten boiling point volcano penguin", mode="dense", top_k=100, dedupe=False)
+    r = search(cfg_engine, "tungsten boiling point volcano penguin", retrieval_mode="dense", top_k=100, dedupe=False)
     assert cfg_engine.settings.threshold == 0.0
     cut = [c for c in r.candidates if c.dropped_reason == "threshold"]
     print("lowest cosine:", min(c.dense_score for c in r.candidates))
@@ -353,11 +353,11 @@ def test_default_threshold_cuts_nothing(cfg_engine: Engine) -> None:
 
 def test_dedupe_keeps_one_chunk_per_section(cfg_engine: Engine) -> None:
     q = "Which fields can the log format add to every record?"
-    plain = search(cfg_engine, q, mode="hybrid", top_k=100, dedupe=False, threshold=-1.0)
+    plain = search(cfg_engine, q, retrieval_mode="hybrid", top_k=100, dedupe=False, threshold=-1.0)
     log_key = ("logging/format.md", ("Logging", "Log format"), None)
     same_section = [c for c in plain.candidates if (c.chunk.path, c.chunk.section, c.chunk.page) == log_key]
     assert len(same_section) >= 3
-    r = search(cfg_engine, q, mode="hybrid", top_k=100, dedupe=True, threshold=-1.0)
+    r = search(cfg_engine, q, retrieval_mode="hybrid", top_k=100, dedupe=True, threshold=-1.0)
     keys = [(c.chunk.path, c.chunk.section, c.chunk.page) for c in r.kept]
     assert len(keys) == len(set(keys))
     seen: set = set()
@@ -378,7 +378,7 @@ def test_dedupe_keeps_one_chunk_per_section(cfg_engine: Engine) -> None:
 
 def test_dedupe_then_top_k(cfg_engine: Engine) -> None:
     q = "Which fields can the log format add to every record?"
-    r = search(cfg_engine, q, mode="hybrid", top_k=4, dedupe=True, threshold=-1.0)
+    r = search(cfg_engine, q, retrieval_mode="hybrid", top_k=4, dedupe=True, threshold=-1.0)
     assert len(r.kept) == 4
     assert len({(c.chunk.path, c.chunk.section) for c in r.kept}) == 4
     reasons = {c.dropped_reason for c in r.candidates if not c.kept}
@@ -395,7 +395,7 @@ def test_apply_cuts_is_pure_and_ordered(cfg_engine: Engine) -> None:
 
 
 def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = search(cfg_engine, GENERIC_QUERY, mode="hybrid", top_k=6, threshold=0.0, dedupe=True)
+    first = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", top_k=6, threshold=0.0, dedupe=True)
 
     def boom(*a, **k):
         raise AssertionError("recut must not query again")
@@ -412,11 +412,11 @@ def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: 
                  c.fused_rank, c.rank) for c in r.candidates]
 
     assert pool(again) == pool(first)
-    assert again.query == first.query and again.mode == first.mode and again.latency_ms == first.latency_ms
+    assert again.query == first.query and again.retrieval_mode == first.retrieval_mode and again.latency_ms == first.latency_ms
     assert len(again.kept) == 2
     assert {c.dropped_reason for c in again.candidates} >= {"threshold", "top_k"}
     # same cuts as asking again with those settings
-    fresh = search(cfg_engine, GENERIC_QUERY, mode="hybrid", top_k=2, threshold=thr, dedupe=False)
+    fresh = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", top_k=2, threshold=thr, dedupe=False)
     assert [(c.chunk.chunk_id, c.kept, c.dropped_reason) for c in fresh.candidates] == [
         (c.chunk.chunk_id, c.kept, c.dropped_reason) for c in again.candidates
     ]
@@ -427,10 +427,10 @@ def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: 
 
 @pytest.mark.parametrize("pattern", ["config/part01.md", "config/part0*", "logging/*", "*/part1*.md"])
 def test_path_filter_restricts_candidates(cfg_engine: Engine, pattern: str) -> None:
-    r = search(cfg_engine, GENERIC_QUERY, mode="hybrid", path_filter=pattern, top_k=50, dedupe=False)
+    r = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", path_filter=pattern, top_k=50, dedupe=False)
     assert r.candidates
     assert all(fnmatch.fnmatch(c.chunk.path, pattern) for c in r.candidates), {c.chunk.path for c in r.candidates}
-    everything = search(cfg_engine, GENERIC_QUERY, mode="hybrid", top_k=100, dedupe=False, candidates=100)
+    everything = search(cfg_engine, GENERIC_QUERY, retrieval_mode="hybrid", top_k=100, dedupe=False, candidates=100)
     expected = {c.chunk.chunk_id for c in everything.candidates if fnmatch.fnmatch(c.chunk.path, pattern)}
     assert {c.chunk.chunk_id for c in r.candidates} == expected
 
@@ -443,7 +443,7 @@ def test_path_filter_list(cfg_engine: Engine) -> None:
 # --------------------------------------------------------------------------- parity with Qdrant's query API
 
 
-def pools(engine: Engine, query: str, settings: Settings):
+def pools(engine: Engine, query: str, settings: RagcoreSettings):
     q_dense = engine.encoder.encode([query])[0]
     qs = engine.retriever.bm25.encode_query(query)
     local = engine.retriever._pool_local(COLLECTION, q_dense, (qs.indices, qs.values), settings)
@@ -453,7 +453,7 @@ def pools(engine: Engine, query: str, settings: Settings):
 
 @pytest.mark.parametrize("query", [IDENT_QUERY, GENERIC_QUERY, "database transaction lock", "log format record"])
 def test_local_index_matches_qdrant_query_api(cfg_engine: Engine, query: str) -> None:
-    s = cfg_engine.settings.with_(mode="hybrid", candidates=10)
+    s = cfg_engine.settings.with_(retrieval_mode="hybrid", candidates=10)
     local, server = pools(cfg_engine, query, s)
 
     def dense_order(pool):
@@ -479,7 +479,7 @@ def test_local_index_matches_qdrant_query_api(cfg_engine: Engine, query: str) ->
 @pytest.mark.parametrize("pattern", ["config/part0*", "logging/*"])
 def test_path_filter_same_on_server_path(cfg_engine: Engine, pattern: str) -> None:
     """With a Qdrant server the same glob must select the same chunks as in embedded mode."""
-    s = cfg_engine.settings.with_(mode="hybrid", candidates=100, path_filter=pattern)
+    s = cfg_engine.settings.with_(retrieval_mode="hybrid", candidates=100, path_filter=pattern)
     local, server = pools(cfg_engine, GENERIC_QUERY, s)
     assert {c.chunk_id for c, *_ in local} == {c.chunk_id for c, *_ in server}, (
         sorted({c.path for c, *_ in local}), sorted({c.path for c, *_ in server})

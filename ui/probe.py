@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from ragcore.config import Settings
+from ragcore.config import RagcoreSettings
 from ragcore.pipeline import Engine
 from ragcore.store import embed_text
 from ragcore.types import Candidate, Chunk, RetrievalResult
@@ -64,9 +64,9 @@ def _norm(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip().lower()
 
 
-def find_passage(engine: Engine, passage: str, settings: Settings, collection: str) -> tuple[Chunk | None, float | None]:
+def find_passage(engine: Engine, passage: str, settings: RagcoreSettings, collection: str) -> tuple[Chunk | None, float | None]:
     """The stored chunk best matching a pasted passage: verbatim first, else nearest by cosine."""
-    s = settings.with_(mode="dense", top_k=10, threshold=-1.0, candidates=10, dedupe=False, path_filter=None)
+    s = settings.with_(retrieval_mode="dense", top_k=10, threshold=-1.0, candidates=10, dedupe=False, path_filter=None)
     res = engine.retrieve(passage, settings=s, collection=collection)
     if not res.candidates:
         return None, None
@@ -84,7 +84,7 @@ def _cosine(engine: Engine, question: str, chunk: Chunk) -> float:
 
 
 def probe(
-    engine: Engine, question: str, settings: Settings, *, collection: str | None = None,
+    engine: Engine, question: str, settings: RagcoreSettings, *, collection: str | None = None,
     path: str | None = None, line: int | None = None, passage: str | None = None,
 ) -> ProbeResult:
     name = collection or settings.collection
@@ -113,7 +113,7 @@ def probe(
         raise ValueError("name a file or paste a passage")
 
     real: RetrievalResult = engine.retrieve(question, settings=settings, collection=name)
-    big_settings = settings.with_(mode="hybrid", candidates=max(BIG_POOL, settings.candidates), path_filter=None)
+    big_settings = settings.with_(retrieval_mode="hybrid", candidates=max(BIG_POOL, settings.candidates), path_filter=None)
     big: RetrievalResult = engine.retrieve(question, settings=big_settings, collection=name)
     big_by_id = {c.chunk.chunk_id: c for c in big.candidates}
     dense_order = sorted((c for c in big.candidates if c.dense_score is not None), key=lambda c: -(c.dense_score or 0))
@@ -165,7 +165,7 @@ def probe(
     if b is not None:
         dr, sr = dense_rank.get(cid), sparse_rank.get(cid)
         sparse_s = f"sparse rank {sr} (BM25 {bm25:.2f})" if sr else "no terms in common with the question (BM25 0)"
-        need = {"dense": "a dense rank", "sparse": "a sparse rank"}.get(settings.mode, "a dense or a sparse rank")
+        need = {"dense": "a dense rank", "sparse": "a sparse rank"}.get(settings.retrieval_mode, "a dense or a sparse rank")
         msg = (f"{loc} was not among the candidates: with {settings.candidates} candidates per branch it needed {need} "
                f"≤ {settings.candidates}, but it has dense rank {dr} (cosine {cos:.3f}) and {sparse_s}.")
         return ProbeResult("not_candidate", msg, FIXES["not_candidate"], **common)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from ragcore.bootstrap import DEMO_COLLECTION, ensure_demo_collection
-from ragcore.config import Settings
+from ragcore.config import RagcoreSettings
 from ragcore.notebook import Notebook, NotebookError, NotebookStore
 from ragcore.pipeline import Engine
 from ragcore.store import StoreError
@@ -56,7 +56,7 @@ class IngestJob:
 @dataclass
 class Runtime:
     engine: Engine
-    settings: Settings  # from the environment, at process start
+    settings: RagcoreSettings  # from the environment, at process start
     lock: threading.RLock = field(default_factory=threading.RLock)
     demo_checked: bool = False
     demo_report: IngestReport | None = None
@@ -108,14 +108,14 @@ class Runtime:
 @st.cache_resource(show_spinner=False)
 def get_runtime(data_dir: str, qdrant_url: str | None) -> Runtime:
     """One Engine per process and data directory: embedded Qdrant locks its folder."""
-    settings = Settings.from_env(data_dir=Path(data_dir), qdrant_url=qdrant_url)
+    settings = RagcoreSettings.from_env(data_dir=Path(data_dir), qdrant_url=qdrant_url)
     engine = Engine(settings)
     _ = engine.store.client  # open the store now, so a locked folder fails here, clearly
     return Runtime(engine=engine, settings=settings)
 
 
 def runtime() -> Runtime:
-    env = Settings.from_env()
+    env = RagcoreSettings.from_env()
     try:
         return get_runtime(str(env.data_dir), env.qdrant_url)
     except StoreError as exc:
@@ -249,10 +249,10 @@ def init_session(rt: Runtime) -> None:
     ss = st.session_state
     if "rc_base" not in ss:
         ss["rc_base"] = rt.settings
-    base: Settings = ss["rc_base"]
+    base: RagcoreSettings = ss["rc_base"]
     ss.setdefault("cfg_collection", base.collection)
     ss.setdefault("cfg_context", "corpus")
-    ss.setdefault("cfg_mode", base.mode)
+    ss.setdefault("cfg_mode", base.retrieval_mode)
     ss.setdefault("cfg_top_k", int(min(max(base.top_k, 1), TOP_K_MAX)))
     ss.setdefault("cfg_threshold", float(min(max(base.threshold, 0.0), 1.0)))
     # a citation link names its collection: follow it once per distinct link
@@ -267,7 +267,7 @@ def base_settings() -> Settings:
     return st.session_state["rc_base"]
 
 
-def set_base_settings(s: Settings) -> None:
+def set_base_settings(s: RagcoreSettings) -> None:
     st.session_state["rc_base"] = s
 
 
@@ -275,12 +275,12 @@ def settings() -> Settings:
     """This session's settings: the Settings page's values plus the sidebar's."""
     ss = st.session_state
     return base_settings().with_(
-        collection=ss["cfg_collection"], mode=ss["cfg_mode"], top_k=int(ss["cfg_top_k"]),
+        collection=ss["cfg_collection"], retrieval_mode=ss["cfg_mode"], top_k=int(ss["cfg_top_k"]),
         threshold=round(float(ss["cfg_threshold"]), 4),
     )
 
 
-def generator_name(s: Settings) -> str:
+def generator_name(s: RagcoreSettings) -> str:
     if not s.llm.configured:
         return "extractive"
     try:

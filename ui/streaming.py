@@ -120,7 +120,7 @@ def stream_cell(
             sources = st.empty()
             body = st.empty()
         gen = rt.engine.stream(
-            cell.question, collection=collection, settings=s, mode=cell.context_mode,  # type: ignore[arg-type]
+            cell.question, collection=collection, settings=s, context=cell.context_mode,  # type: ignore[arg-type]
             selection=selection_input(cell), cancel=cancel,
         )
         pump = Pump(gen, cancel)

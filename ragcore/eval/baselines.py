@@ -24,7 +24,7 @@ LlamaIndex ``VectorStoreIndex`` (retrieval only)
     There is no answer composer: only the retrieval metrics (and latency) are reported.
 
 BM25 alone
-    ragcore's sparse mode, ``settings.with_(mode="sparse")``: BM25 over ragcore's chunks with
+    ragcore's sparse mode, ``settings.with_(retrieval_mode="sparse")``: BM25 over ragcore's chunks with
     ragcore's tokeniser and Qdrant's IDF, through the normal answering path (so it has answer
     metrics too).
 """
@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..config import Settings
+from ..config import RagcoreSettings
 from .dataset import EvalDataset, EvalQuestion
 from .metrics import QuestionResult
 from .runner import (
@@ -64,11 +64,11 @@ CACHE_DIR = "eval_cache"
 _FORMAT = "1"  # bump when what is persisted changes
 
 
-def bm25_settings(settings: Settings) -> Settings:
-    return settings.with_(mode="sparse")
+def bm25_settings(settings: RagcoreSettings) -> Settings:
+    return settings.with_(retrieval_mode="sparse")
 
 
-def run_bm25_baseline(engine: Any, dataset: EvalDataset, settings: Settings, **kwargs: Any) -> EvalRun:
+def run_bm25_baseline(engine: Any, dataset: EvalDataset, settings: RagcoreSettings, **kwargs: Any) -> EvalRun:
     """BM25 alone: ragcore's sparse mode, everything else as ``settings``."""
     kwargs.setdefault("label", BM25_LABEL)
     return run_config(engine, dataset, bm25_settings(settings), **kwargs)

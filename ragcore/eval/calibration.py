@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..config import Settings
+from ..config import RagcoreSettings
 from ..pipeline import Engine
 from ..store import utc_now
 from .dataset import EvalDataset
@@ -41,7 +41,7 @@ class CalibrationError(ValueError):
 
 
 def calibrate(
-    engine: Engine, dataset: EvalDataset, collection: str, settings: Settings | None = None, *,
+    engine: Engine, dataset: EvalDataset, collection: str, settings: RagcoreSettings | None = None, *,
     save: bool = True, progress: Callable[[int, int], None] | None = None,
 ) -> Calibration:
     """Score every question, choose the bar, and (``save``) store it with the collection."""

@@ -23,7 +23,7 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     e.add_argument("dataset", type=Path, help="a data set folder (questions.jsonl [+ unanswerable.jsonl] [+ corpus/]) or one .jsonl file")
     e.add_argument("--collection", "-c", required=True, help="the collection the data set's corpus was ingested into")
-    e.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="base retrieval mode (default: RAGCORE_MODE or hybrid)")
+    e.add_argument("--mode", "--retrieval-mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="base retrieval mode (default: RAGCORE_RETRIEVAL_MODE or hybrid)")
     e.add_argument("--top-k", type=int, dest="top_k")
     e.add_argument("--threshold", type=float)
     e.add_argument("--fusion", choices=["rrf", "weighted"])
@@ -33,7 +33,7 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument(
         "--sweep", action="append", default=[], metavar="KEY=V1,V2",
         help="vary one setting from the base configuration (repeatable; one sweep per option, not a grid): "
-        "mode, top_k, threshold, fusion, rrf_k, candidates, dense_weight, abstain_bar, chunk_size, chunk_overlap, … "
+        "retrieval_mode, top_k, threshold, fusion, rrf_k, candidates, dense_weight, abstain_bar, chunk_size, chunk_overlap, … "
         "chunk_size re-ingests the data set's corpus/ into COLLECTION__csSIZE",
     )
     e.add_argument("--baselines", default="llamaindex,bm25",

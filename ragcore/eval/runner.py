@@ -1,6 +1,6 @@
 """Run an evaluation data set against an :class:`~ragcore.pipeline.Engine` for one configuration.
 
-:func:`run_config` asks every question of a data set with one :class:`Settings` and turns each
+:func:`run_config` asks every question of a data set with one :class:`RagcoreSettings` and turns each
 :class:`~ragcore.types.Answer` into a :class:`~ragcore.eval.metrics.QuestionResult` (what the
 metrics need) inside a :class:`QuestionRecord` (plus what a person needs to see why a question
 failed: the best chunk of each retrieved document, the composer's best support score, the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
-from ..config import Settings
+from ..config import RagcoreSettings
 from ..types import Answer
 from .dataset import EvalDataset, EvalQuestion
 from .metrics import QuestionResult, Summary, dedupe_ranking, recall_at_k, summarize
@@ -56,7 +56,7 @@ RUN_KINDS: tuple[str, ...] = ("ragcore", "llamaindex")
 
 # the Settings fields that describe a configuration in reports (the rest is plumbing)
 CONFIG_KEYS = (
-    "mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
+    "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
 )
 
@@ -244,7 +244,7 @@ def summarize_records(records: Sequence[QuestionRecord]) -> Summary:
     return summarize([r.result for r in records])
 
 
-def settings_config(settings: Settings) -> dict[str, Any]:
+def settings_config(settings: RagcoreSettings) -> dict[str, Any]:
     return {k: getattr(settings, k) for k in CONFIG_KEYS}
 
 
@@ -299,7 +299,7 @@ def record_from_answer(q: EvalQuestion, answer: Answer, mapper: DocPathMapper, *
 def run_config(
     engine: Any,
     dataset: EvalDataset,
-    settings: Settings,
+    settings: RagcoreSettings,
     *,
     collection: str | None = None,
     label: str | None = None,
@@ -358,8 +358,8 @@ def clear_encoder_cache(engine: Any) -> bool:
     return True
 
 
-def default_label(settings: Settings) -> str:
-    return f"ragcore {settings.mode}"
+def default_label(settings: RagcoreSettings) -> str:
+    return f"ragcore {settings.retrieval_mode}"
 
 
 # --------------------------------------------------------------------------- abstain bar

@@ -1,7 +1,7 @@
 """Run several configurations in one evaluation: a base configuration, one-at-a-time sweeps of
 settings, and the baselines; then chart each metric against each swept parameter.
 
-``--sweep top_k=5,10,20`` varies one :class:`~ragcore.config.Settings` field from the base
+``--sweep top_k=5,10,20`` varies one :class:`~ragcore.config.RagcoreSettings` field from the base
 configuration (values are typed by the field's type, and checked against a ``Literal``'s
 choices); several ``--sweep`` options are separate one-at-a-time sweeps, not a grid.
 Configurations that come out identical (the base, ``mode=sparse`` and the BM25 baseline, say)
@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence, get_args, get_origin
 
-from ..config import Settings
+from ..config import RagcoreSettings
 from .dataset import EvalDataset
 from .runner import CONFIG_KEYS, EvalRun, Progress, mapper_for, run_config, settings_config
 
@@ -46,7 +46,7 @@ __all__ = [
 
 # Settings fields a sweep may vary (the ones that change retrieval, chunking or answering)
 SWEEPABLE = (
-    "mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
+    "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
 )
 INGEST_KEYS = ("chunk_size", "chunk_overlap")
@@ -66,7 +66,7 @@ class Sweep:
 
 
 def _field_type(key: str) -> Any:
-    hints = typing.get_type_hints(Settings)
+    hints = typing.get_type_hints(RagcoreSettings)
     if key not in hints:
         raise SweepError(f"unknown setting {key!r}; sweepable: {', '.join(SWEEPABLE)}")
     return hints[key]
@@ -154,11 +154,11 @@ def _machine() -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Planned:
     label: str
-    settings: Settings
+    settings: RagcoreSettings
     collection: str
 
 
-def _chunk_collection(collection: str, settings: Settings, base: Settings) -> str:
+def _chunk_collection(collection: str, settings: RagcoreSettings, base: RagcoreSettings) -> str:
     name = f"{collection}__cs{settings.chunk_size}"
     if settings.chunk_overlap != base.chunk_overlap:
         name += f"o{settings.chunk_overlap}"
@@ -170,7 +170,7 @@ def evaluate(
     dataset: EvalDataset,
     *,
     collection: str,
-    settings: Settings,
+    settings: RagcoreSettings,
     sweeps: Sequence[Sweep] = (),
     baselines: Sequence[str] = (),
     progress: Progress | None = None,
@@ -239,7 +239,7 @@ def evaluate(
         )
         say(notes[-1])
 
-    label0 = base_label or f"ragcore {base.mode} (base)"
+    label0 = base_label or f"ragcore {base.retrieval_mode} (base)"
     planned: list[_Planned] = [_Planned(label0, base, collection)]
     groups: list[SweepGroup] = []
     for sw in sweeps:
@@ -347,7 +347,7 @@ def missing_relevant(engine: Any, collection: str, dataset: EvalDataset) -> tupl
     return (gone, len(relevant)) if gone else None
 
 
-def stale_chunks(engine: Any, collection: str, settings: Settings) -> tuple[int, int] | None:
+def stale_chunks(engine: Any, collection: str, settings: RagcoreSettings) -> tuple[int, int] | None:
     """(chunks written under another index fingerprint, all chunks) when the collection's
     points carry fingerprints that differ from what this code would write; ``None`` when they
     all match (or the store keeps no fingerprints)."""

@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..config import Settings
+from ..config import RagcoreSettings
 from ..embeddings import DIMENSION, MODEL_NAME, OnnxMiniLM
 from ..sparse import SPARSE_VERSION
 from ..store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
@@ -130,7 +130,7 @@ class _Writer:
         self.pending_stale = []
 
 
-def index_fingerprint(settings: Settings) -> str:
+def index_fingerprint(settings: RagcoreSettings) -> str:
     """What a stored chunk depends on besides its file: chunker, BM25 and model versions and
     the chunk settings. A point written under another fingerprint is re-derived."""
     key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
@@ -151,7 +151,7 @@ def ingest(
     collection: str,
     store: Store,
     encoder: OnnxMiniLM,
-    settings: Settings,
+    settings: RagcoreSettings,
     prune: bool = True,
     progress: Progress | None = None,
 ) -> IngestReport:
