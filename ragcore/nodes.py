@@ -18,14 +18,14 @@ from typing import Any, Mapping
 
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
-from .types import Candidate, Chunk
+from .types import Candidate, Chunk, ScoreKind
 
 # provenance: where the chunk's text stands in its source file
 PROVENANCE_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section", "anchor", "page", "ordinal", "title",
 )
 # scores and ranks a retrieved node carries (None where a branch did not rank it)
-SCORE_KEYS = ("cosine", "bm25", "fused", "fused_kind", "dense_rank", "sparse_rank", "fused_rank", "rank", "origin")
+SCORE_KEYS = ("cosine", "bm25", "fused", "score_kind", "dense_rank", "sparse_rank", "fused_rank", "rank", "origin")
 CITATION_KEY = "citation_n"
 RAGCORE_KEYS = (*PROVENANCE_KEYS, *SCORE_KEYS, CITATION_KEY, "doc_chunks", "fp", "context")
 
@@ -67,26 +67,26 @@ def chunk_from_node(node: BaseNode) -> Chunk:
     )
 
 
-def candidate_to_node(c: Candidate) -> NodeWithScore:
-    """A retrieved candidate as the retriever hands it out: score = the mode's ranking score."""
-    kind = c.fused_kind
+def candidate_to_node(c: Candidate, score_kind: ScoreKind = "cosine") -> NodeWithScore:
+    """A retrieved candidate as a node: ``score`` is the score that ranks it (``score_kind``),
+    and the metadata carries all of them with each branch's rank."""
     extra = {
-        "cosine": c.dense_score, "bm25": c.sparse_score, "fused": c.fused_score, "fused_kind": kind,
+        "cosine": c.dense_score, "bm25": c.sparse_score, "fused": c.fused_score, "score_kind": score_kind,
         "dense_rank": c.dense_rank, "sparse_rank": c.sparse_rank, "fused_rank": c.fused_rank, "rank": c.rank,
         "origin": c.origin,
     }
-    return NodeWithScore(node=chunk_to_node(c.chunk, extra), score=c.score_for(c.rank_kind))
+    return NodeWithScore(node=chunk_to_node(c.chunk, extra), score=c.score_for(score_kind))
 
 
-def node_to_candidate(nws: NodeWithScore, *, kept: bool = True, dropped_reason: str | None = None) -> Candidate:
-    """Back to the contract type; a node from elsewhere keeps its score as its only score."""
+def node_to_candidate(nws: NodeWithScore, rank: int | None = None) -> Candidate:
+    """Back to the contract type. A node from another retriever has only its own score: it is
+    taken as the cosine (what LlamaIndex's vector retrievers return)."""
     m = nws.node.metadata
-    rank = m.get("rank")
+    ours = "rank" in m
     return Candidate(
         chunk=chunk_from_node(nws.node),
-        dense_score=m.get("cosine", nws.score if "rank" not in m else None),
+        dense_score=m.get("cosine") if ours else nws.score,
         sparse_score=m.get("bm25"), fused_score=m.get("fused"),
         dense_rank=m.get("dense_rank"), sparse_rank=m.get("sparse_rank"), fused_rank=m.get("fused_rank"),
-        rank=int(rank) if rank is not None else 0, kept=kept, dropped_reason=dropped_reason,  # type: ignore[arg-type]
-        origin=m.get("origin", "corpus"), rank_kind=m.get("rank_kind", "cosine"), fused_kind=m.get("fused_kind", "rrf"),
+        rank=int(m["rank"]) if ours else (rank or 0), origin=m.get("origin", "corpus"),
     )

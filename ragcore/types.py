@@ -143,6 +143,10 @@ class Candidate:
     def score_for(self, kind: ScoreKind) -> float | None:
         return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)
 
+    def with_cut(self, reason: DropReason | None) -> "Candidate":
+        """This candidate kept (``reason`` None) or cut for ``reason``."""
+        return dataclasses.replace(self, kept=reason is None, dropped_reason=reason)
+
 
 @dataclass(frozen=True)
 class RetrievalResult:

@@ -14,6 +14,7 @@ from ragcore.config import RagcoreSettings
 from ragcore.embeddings import OnnxMiniLM
 from ragcore.pipeline import Engine
 from ragcore.retrieval import apply_cuts, fuse, rank_score_kind
+from ragcore.retrieval.pools import local_pool, server_pool
 from ragcore.types import RetrievalResult
 from tests.conftest import write_corpus
 
@@ -446,9 +447,14 @@ def test_path_filter_list(cfg_engine: Engine) -> None:
 def pools(engine: Engine, query: str, settings: RagcoreSettings):
     q_dense = engine.encoder.encode([query])[0]
     qs = engine.retriever.bm25.encode_query(query)
-    local = engine.retriever._pool_local(COLLECTION, q_dense, (qs.indices, qs.values), settings)
-    server = engine.retriever._pool_server(COLLECTION, q_dense, qs, settings)
-    return local, server
+    local = local_pool(engine.retriever.index(COLLECTION), q_dense, qs, settings)
+    # the Qdrant-server code path, run against the embedded client (same query API)
+    server = server_pool(engine.store.client, COLLECTION, q_dense, qs, settings)
+
+    def rows(pool):
+        return [(e.chunk, e.cosine, e.bm25, e.dense_rank, e.sparse_rank) for e in pool]
+
+    return rows(local), rows(server)
 
 
 @pytest.mark.parametrize("query", [IDENT_QUERY, GENERIC_QUERY, "database transaction lock", "log format record"])

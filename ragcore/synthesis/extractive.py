@@ -17,16 +17,24 @@ sentence it can quote. Deterministic: same evidence, same answer.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Generator, Sequence
 
 
 from ..embeddings import OnnxMiniLM
+from .base import Synthesis, SynthesisJob, word_pieces
 from ..store import embed_text
 from ..textutil import Span, content_terms, sentence_spans
 from ..types import Evidence
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
+# what an abstention says, by where the answer was to come from
+ABSTAIN_TEXTS = {
+    "corpus": ABSTAIN_TEXT,
+    "selection": "The selection does not contain enough evidence to answer this.",
+    "both": "Neither the selection nor the corpus contains enough evidence to answer this.",
+}
 _RELATIVE_KEEP = 0.8
 # "See the documentation on X for more details." repeats the question's words without
 # answering it: such pointer sentences keep only part of their score.
@@ -122,3 +130,19 @@ def _with_marker(p: Picked) -> str:
     if t and t[-1] in ".!?:;":
         return f"{t[:-1]} [{p.n}]{t[-1]}" if t[-1] != ":" else f"{t[:-1]} [{p.n}]."
     return f"{t} [{p.n}]."
+
+
+class ExtractiveSynthesizer:
+    """The composer behind the synthesizer interface (``composed``: an answer already composed
+    for this evidence, e.g. when the selection had to be scored before deciding to answer)."""
+
+    name = "extractive"
+
+    def __init__(self, composer: ExtractiveComposer, composed: ExtractiveResult | None = None) -> None:
+        self.composer = composer
+        self.composed = composed
+
+    def stream(self, job: SynthesisJob, cancel: threading.Event | None = None) -> Generator[str, None, Synthesis]:
+        result = self.composed or self.composer.compose(job.question, job.evidence)
+        yield from word_pieces(result.text)
+        return Synthesis(result.text, self.name)

@@ -1,0 +1,19 @@
+"""Citations: numbering the evidence, and checking an answer against it.
+
+* :class:`CitationNumberer` — a LlamaIndex ``BaseNodePostprocessor`` that numbers the evidence;
+* :class:`CitationChecker` / :func:`check_answer` — parse markers, strip invalid ones, score each
+  sentence's support, narrow citations to lines, flag uncited/unsupported/hedged sentences; on
+  ragcore's Evidence, on LlamaIndex nodes, or on a LlamaIndex ``Response``.
+"""
+
+from .checker import CheckedAnswer, CitationChecker, as_evidence, check_answer
+from .locate import make_citation, source_url
+from .markers import MARKER_RE, MAX_RANGE, clean_markers, markers_in, parse_marker, strip_markers
+from .numbering import CitationNumberer, EvidenceNumberer, evidence_from_candidates, evidence_from_nodes
+from .support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
+
+__all__ = [
+    "MARKER_RE", "MAX_RANGE", "UNSUPPORTED_BELOW", "CheckedAnswer", "CitationChecker", "CitationNumberer", "EvidenceNumberer",
+    "SupportMatch", "SupportScorer", "as_evidence", "check_answer", "clean_markers", "evidence_from_candidates",
+    "evidence_from_nodes", "make_citation", "markers_in", "parse_marker", "source_url", "strip_markers",
+]

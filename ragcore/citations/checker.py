@@ -1,0 +1,122 @@
+"""The citation checker: is every claim of an answer cited, and does what it cites say it?
+
+It parses ``[n]`` markers (code untouched, see ``markers.py``), strips the ones that point at no
+evidence or are malformed (and records them), maps each citation to path + the lines that
+support it + section + page, scores each sentence's support by what it cites (``support.py``)
+and flags uncited, unsupported and hedged sentences.
+
+It takes ragcore's :class:`~ragcore.types.Evidence` or LlamaIndex ``NodeWithScore``s (numbered
+by :class:`~ragcore.citations.numbering.CitationNumberer`, or by position), and checks a LlamaIndex
+``Response`` in place of a text: :meth:`CitationChecker.check_response` returns the response with
+the cleaned text and its verdict in ``metadata["citation_check"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from llama_index.core.base.response.schema import Response
+from llama_index.core.schema import NodeWithScore
+
+from ..textutil import sentence_spans
+from ..types import Citation, Evidence, SentenceCheck, Validation, to_jsonable
+from .locate import make_citation
+from .markers import MARKER_RE, clean_markers, markers_in, strip_markers
+from .numbering import evidence_from_nodes
+from .support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
+
+_LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*\d[\d\s,\-–]*\])+")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
+EvidenceLike = Evidence | NodeWithScore
+
+
+@dataclass(frozen=True)
+class CheckedAnswer:
+    text: str
+    citations: tuple[Citation, ...]
+    validation: Validation
+
+
+def as_evidence(items: Sequence[EvidenceLike]) -> tuple[Evidence, ...]:
+    """Evidence as given, or LlamaIndex nodes turned into numbered Evidence."""
+    if all(isinstance(e, Evidence) for e in items):
+        return tuple(items)  # type: ignore[arg-type]
+    return evidence_from_nodes([e for e in items if isinstance(e, NodeWithScore)])
+
+
+def attribute(clean: str) -> tuple[list[str], list[list[int]]]:
+    """Sentences of ``clean`` (markers removed) with the numbers each cites. "Claim [1]." and
+    "Claim. [1]" both cite [1] for that claim: a marker that opens a span (or is all the span
+    has) belongs to the sentence before."""
+    sentences: list[str] = []
+    cited: list[list[int]] = []
+    for span in sentence_spans(clean):
+        raw = clean[span.start : span.end]
+        lead = _LEADING_MARKERS.match(raw)
+        if lead and cited:
+            cited[-1] = list(dict.fromkeys([*cited[-1], *markers_in(lead.group(0))]))
+            raw = raw[lead.end() :]
+        body = strip_markers(raw).strip()
+        if not re.search(r"[A-Za-z0-9]", body):
+            continue
+        sentences.append(" ".join(_BULLET.sub("", body).split()))
+        cited.append(markers_in(raw))
+    return sentences, cited
+
+
+class CitationChecker:
+    def __init__(
+        self, scorer: SupportScorer | None = None, *, is_hedged: Callable[[str], bool] | None = None,
+        exempt: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.scorer = scorer or SupportScorer()
+        self.is_hedged = is_hedged
+        self.exempt = exempt  # sentences that need no citation ("The evidence does not say.")
+
+    def check(self, text: str, evidence: Sequence[EvidenceLike]) -> CheckedAnswer:
+        ev = as_evidence(evidence)
+        by_n = {e.n: e for e in ev}
+        clean, stripped = clean_markers(text, set(by_n))
+        sentences, cited = attribute(clean)
+        needed = sorted({n for ns in cited for n in ns})
+        matrix = self.scorer.best(sentences, [by_n[n].chunk for n in needed]) if needed else [[] for _ in sentences]
+        col = {n: j for j, n in enumerate(needed)}
+        checks: list[SentenceCheck] = []
+        matches_for_n: dict[int, list[SupportMatch]] = {}
+        for i, (sent, ns) in enumerate(zip(sentences, cited)):
+            found = [matrix[i][col[n]] for n in ns]
+            for n, m in zip(ns, found):
+                matches_for_n.setdefault(n, []).append(m)
+            checks.append(self._sentence(sent, ns, max((m.score for m in found), default=0.0)))
+        citations = tuple(make_citation(by_n[n], matches_for_n.get(n, [])) for n in needed)
+        return CheckedAnswer(clean.strip(), citations, Validation(stripped=stripped, sentences=tuple(checks)))
+
+    def _sentence(self, sent: str, ns: list[int], support: float) -> SentenceCheck:
+        flags: list[str] = []
+        if not ns and not (self.exempt and self.exempt(sent)):
+            flags.append("uncited")
+        elif ns and support < UNSUPPORTED_BELOW:
+            flags.append("unsupported")
+        if self.is_hedged and self.is_hedged(sent):
+            flags.append("hedged")
+        return SentenceCheck(text=sent, citations=tuple(ns), support=round(support, 4), flags=tuple(flags))  # type: ignore[arg-type]
+
+    def check_response(self, response: Response) -> Response:
+        """A copy of ``response`` with the cleaned text and the verdict in ``metadata["citation_check"]``."""
+        checked = self.check(response.response or "", response.source_nodes)
+        verdict = to_jsonable({"citations": checked.citations, "validation": checked.validation})
+        verdict["ok"] = not (checked.validation.unsupported or checked.validation.uncited or checked.validation.stripped)
+        return replace(response, response=checked.text, metadata={**(response.metadata or {}), "citation_check": verdict})
+
+
+def check_answer(
+    text: str, evidence: Sequence[EvidenceLike], *, scorer: SupportScorer | None = None,
+    is_hedged: Callable[[str], bool] | None = None, exempt: Callable[[str], bool] | None = None,
+) -> CheckedAnswer:
+    """Validate an answer against the evidence it was written from (see the module docstring)."""
+    return CitationChecker(scorer, is_hedged=is_hedged, exempt=exempt).check(text, evidence)
+
+
+__all__ = ["MARKER_RE", "CheckedAnswer", "CitationChecker", "as_evidence", "attribute", "check_answer"]

@@ -1,0 +1,75 @@
+"""Numbering the evidence [1..n]: the citation post-processor and the evidence it yields.
+
+:class:`CitationNumberer` is a LlamaIndex ``BaseNodePostprocessor`` that works in any query
+engine. It never changes the nodes it is given: it returns numbered copies, each with its
+number in ``metadata["citation_n"]`` (hidden from the LLM and the embedder, like every
+ragcore key) and a header the LLM does read — ``[3] docs/a.md:12-20 · Section`` — so that the
+model cites what the checker can verify. Two calls number two sets of copies independently.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+
+from ..nodes import CITATION_KEY, candidate_to_node, chunk_from_node
+from ..types import Candidate, Evidence, Origin, ScoreKind
+
+
+def _header(n: int, nws: NodeWithScore) -> str:
+    chunk = chunk_from_node(nws.node)
+    section = f" · {chunk.section_label}" if chunk.section else ""
+    # a path may hold braces; the header becomes part of a str.format template
+    return f"[{n}] {chunk.locator}{section}".replace("{", "{{").replace("}", "}}")
+
+
+class CitationNumberer(BaseNodePostprocessor):
+    """Numbers nodes [start..] in the order given (the retriever's rank order, after the cuts)."""
+
+    start: int = 1
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CitationNumberer"
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        out = []
+        for i, nws in enumerate(nodes):
+            n = self.start + i
+            node = nws.node.model_copy()
+            node.metadata = {**nws.node.metadata, CITATION_KEY: n}
+            node.excluded_llm_metadata_keys = [*nws.node.excluded_llm_metadata_keys, CITATION_KEY]
+            node.excluded_embed_metadata_keys = [*nws.node.excluded_embed_metadata_keys, CITATION_KEY]
+            visible = nws.node.get_metadata_str(MetadataMode.LLM)
+            node.text_template = _header(n, nws) + ("\n{metadata_str}\n{content}" if visible else "\n{content}")
+            out.append(NodeWithScore(node=node, score=nws.score))
+        return out
+
+
+# kept for callers of the first version of this post-processor
+EvidenceNumberer = CitationNumberer
+
+
+def evidence_from_nodes(nodes: Sequence[NodeWithScore], *, origin: Origin | None = None, start: int = 1) -> tuple[Evidence, ...]:
+    """Numbered nodes → the Evidence contract. A node's number is its ``citation_n`` when the
+    numberer ran, else its position (``start``, ``start + 1``, …)."""
+    out = []
+    for i, nws in enumerate(nodes):
+        m = nws.node.metadata
+        kind: ScoreKind = m.get("score_kind") or "cosine"
+        out.append(Evidence(
+            n=int(m.get(CITATION_KEY, start + i)), chunk=chunk_from_node(nws.node), origin=origin or m.get("origin", "corpus"),
+            score=nws.score, score_kind=kind, dense_score=m.get("cosine", nws.score if "rank" not in m else None),
+            sparse_score=m.get("bm25"), fused_score=m.get("fused"),
+        ))
+    return tuple(out)
+
+
+def evidence_from_candidates(
+    candidates: Sequence[Candidate], score_kind: ScoreKind, *, origin: Origin = "corpus", start: int = 1
+) -> tuple[Evidence, ...]:
+    """Kept candidates → Evidence [start..], numbered by rank through the post-processor."""
+    nodes = [candidate_to_node(c, score_kind) for c in candidates if c.kept]
+    return evidence_from_nodes(CitationNumberer(start=start).postprocess_nodes(nodes), origin=origin)

@@ -1,0 +1,74 @@
+"""Gathering the candidate pool: the best ``candidates`` of each branch, with every score.
+
+Two back ends, one result: the in-process index over an embedded collection
+(``search_index.py``: exact cosine + BM25 with Qdrant's IDF), or a Qdrant server's own
+queries. Either way every pool entry gets a cosine, even when only BM25 found it, so the
+threshold can always apply to cosine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from ..config import RagcoreSettings
+from ..pathfilter import PathFilter
+from ..search_index import SearchIndex, top_indices
+from ..sparse import SparseVec
+from ..store import DENSE, SPARSE, chunk_from_payload
+from .fusion import PoolEntry
+
+
+def local_pool(idx: SearchIndex, q_dense: np.ndarray, q_sparse: SparseVec, settings: RagcoreSettings) -> list[PoolEntry]:
+    sc = idx.score(q_dense, (q_sparse.indices, q_sparse.values), settings.path_filter)
+    n = settings.candidates
+    d_top = top_indices(sc.dense, n, sc.mask) if settings.retrieval_mode != "sparse" else []
+    s_top = top_indices(sc.sparse, n, sc.mask, positive_only=True) if settings.retrieval_mode != "dense" else []
+    d_rank = {i: r for r, i in enumerate(d_top, 1)}
+    s_rank = {i: r for r, i in enumerate(s_top, 1)}
+    return [
+        PoolEntry(idx.chunks[i], float(sc.dense[i]), float(sc.sparse[i]), d_rank.get(i), s_rank.get(i))
+        for i in dict.fromkeys([*d_top, *s_top])
+    ]
+
+
+def server_pool(
+    client: QdrantClient, collection: str, q_dense: np.ndarray, q_sparse: SparseVec, settings: RagcoreSettings,
+) -> list[PoolEntry]:
+    # Qdrant has no glob match: with a path filter, over-fetch and filter here with the same
+    # matcher the embedded index uses, so both back ends mean the same thing.
+    flt = PathFilter.parse(settings.path_filter)
+    n = settings.candidates * (5 if flt else 1)
+    dense_hits, sparse_hits = [], []
+    if settings.retrieval_mode != "sparse":
+        dense_hits = client.query_points(collection, query=q_dense.tolist(), using=DENSE, limit=n, with_payload=True).points
+    if settings.retrieval_mode != "dense" and q_sparse.indices:
+        sparse_hits = client.query_points(
+            collection, query=qm.SparseVector(indices=list(q_sparse.indices), values=list(q_sparse.values)),
+            using=SPARSE, limit=n, with_payload=True, with_vectors=[DENSE],
+        ).points
+    entries: dict[str, PoolEntry] = {}
+    for r, p in enumerate(dense_hits, 1):
+        entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), float(p.score), None, r, None)
+    for r, p in enumerate(sparse_hits, 1):
+        e = entries.get(str(p.id))
+        if e is None:
+            vec = np.asarray(p.vector[DENSE], dtype=np.float32)
+            cos = float(vec @ q_dense / (np.linalg.norm(vec) or 1.0))
+            entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), cos, float(p.score), None, r)
+        else:
+            entries[str(p.id)] = PoolEntry(e.chunk, e.cosine, float(p.score), e.dense_rank, r)
+    pool = list(entries.values())
+    return _filtered(pool, flt, settings.candidates) if flt else pool
+
+
+def _filtered(pool: list[PoolEntry], flt: PathFilter, limit: int) -> list[PoolEntry]:
+    """Keep matching paths; re-rank each branch after filtering, as the embedded index does."""
+    pool = [e for e in pool if flt.matches(e.chunk.path)]
+    d_order = sorted((e for e in pool if e.dense_rank is not None), key=lambda e: e.dense_rank)[:limit]
+    s_order = sorted((e for e in pool if e.sparse_rank is not None), key=lambda e: e.sparse_rank)[:limit]
+    d_rank = {id(e): r for r, e in enumerate(d_order, 1)}
+    s_rank = {id(e): r for r, e in enumerate(s_order, 1)}
+    out = [PoolEntry(e.chunk, e.cosine, e.bm25, d_rank.get(id(e)), s_rank.get(id(e))) for e in pool]
+    return [e for e in out if e.dense_rank is not None or e.sparse_rank is not None]

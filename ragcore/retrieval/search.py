@@ -1,0 +1,85 @@
+"""Hybrid search over one store: the in-process index cache, the pool, the ranking, the cuts.
+
+Retrieval happens in two steps so the app can move top-K and the threshold without asking
+again: :meth:`HybridSearch.pool` gathers and ranks the candidate pool (every candidate with
+cosine, BM25, fused score and branch ranks); :func:`~ragcore.retrieval.cuts.apply_cuts` marks
+what the post-processors keep. :class:`~ragcore.retrieval.retriever.HybridRetriever` wraps it as a
+LlamaIndex ``BaseRetriever`` for one collection.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..config import RagcoreSettings
+from ..embeddings import OnnxMiniLM
+from ..search_index import SearchIndex
+from ..sparse import Bm25Encoder
+from ..store import Store
+from ..types import RetrievalResult
+from .cuts import apply_cuts
+from .fusion import PoolEntry, rank_pool, rank_score_kind
+from .pools import local_pool, server_pool
+
+
+class HybridSearch:
+    """One per Engine: searches any collection of ``store`` (embedded index or Qdrant server)."""
+
+    def __init__(self, store: Store, encoder: OnnxMiniLM, bm25: Bm25Encoder | None = None) -> None:
+        self.store = store
+        self.encoder = encoder
+        self.bm25 = bm25 or Bm25Encoder()
+        self._indexes: dict[str, tuple[str, SearchIndex]] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ in-process index (embedded store)
+
+    def invalidate(self, collection: str) -> None:
+        with self._lock:
+            self._indexes.pop(collection, None)
+
+    def index(self, collection: str) -> SearchIndex:
+        """The collection's in-process index, loaded once per corpus version."""
+        version = str(self.store.read_meta(collection).get("corpus_version"))
+        with self._lock:
+            hit = self._indexes.get(collection)
+            if hit and hit[0] == version:
+                return hit[1]
+            idx = SearchIndex(self.store.load(collection))
+            self._indexes[collection] = (version, idx)
+            return idx
+
+    # ------------------------------------------------------------------ search
+
+    def entries(self, collection: str, query: str, settings: RagcoreSettings) -> list[PoolEntry]:
+        """The unranked pool: the best ``settings.candidates`` of each branch."""
+        q_dense = self.encoder.encode([query])[0]
+        q_sparse = self.bm25.encode_query(query)
+        if self.store.is_embedded:
+            return local_pool(self.index(collection), q_dense, q_sparse, settings)
+        return server_pool(self.store.client, collection, q_dense, q_sparse, settings)
+
+    def pool(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
+        """The ranked pool, nothing cut yet."""
+        t0 = time.perf_counter()
+        self.encoder.encode([query])  # timed apart: the model, not the search
+        t1 = time.perf_counter()
+        entries = self.entries(collection, query, settings)
+        t2 = time.perf_counter()
+        cands = rank_pool(entries, retrieval_mode=settings.retrieval_mode, fusion=settings.fusion,
+                          rrf_k=settings.rrf_k, dense_weight=settings.dense_weight)
+        return RetrievalResult(
+            query=query, retrieval_mode=settings.retrieval_mode,
+            rank_score_kind=rank_score_kind(settings.retrieval_mode, settings.fusion), candidates=tuple(cands),
+            latency_ms={"embed": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3, "fuse_and_cut": (time.perf_counter() - t2) * 1e3},
+        )
+
+    def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
+        """The ranked pool for ``query``, cut per ``settings`` (threshold, dedupe, top-K)."""
+        result = self.pool(collection, query, settings)
+        t = time.perf_counter()
+        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe)
+        latency = dict(result.latency_ms)
+        latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
+        return RetrievalResult(result.query, result.retrieval_mode, result.rank_score_kind, cut, latency)
