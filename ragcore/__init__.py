@@ -1,0 +1,65 @@
+"""ragcore: grounded question answering over a document corpus, built from LlamaIndex parts.
+
+The public API is what ``__all__`` lists (pinned by ``tests/test_public_api.py``). Names are
+imported on first use (PEP 562), so ``import ragcore`` loads no model, opens no store and
+imports neither LlamaIndex nor Qdrant until you ask for something that needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    # settings
+    "RagcoreSettings": "ragcore.config",
+    "LlmSettings": "ragcore.config",
+    # the engine and its request types
+    "Engine": "ragcore.pipeline",
+    "SelectionInput": "ragcore.stages",
+    # the contract
+    "Answer": "ragcore.types",
+    "Candidate": "ragcore.types",
+    "Chunk": "ragcore.types",
+    "Citation": "ragcore.types",
+    "CollectionInfo": "ragcore.types",
+    "Event": "ragcore.types",
+    "Evidence": "ragcore.types",
+    "IngestReport": "ragcore.types",
+    "RetrievalResult": "ragcore.types",
+    "Validation": "ragcore.types",
+    # LlamaIndex components
+    "LineAwareNodeParser": "ragcore.ingest.node_parser",
+    "OnnxMiniLM": "ragcore.embeddings",
+    "OnnxEmbedding": "ragcore.embeddings",
+    "Store": "ragcore.store",
+    "HybridRetriever": "ragcore.retrieval",
+    "HybridSearch": "ragcore.retrieval",
+    "CosineThreshold": "ragcore.retrieval",
+    "SectionDedupe": "ragcore.retrieval",
+    "TopK": "ragcore.retrieval",
+    "apply_cuts": "ragcore.retrieval",
+    "CitationNumberer": "ragcore.citations",
+    "CitationChecker": "ragcore.citations",
+    "check_answer": "ragcore.citations",
+    "OpenAICompatibleLLM": "ragcore.llm_adapter",
+    # synthesis
+    "Synthesizer": "ragcore.synthesis.base",
+    "Synthesis": "ragcore.synthesis.base",
+    "ExtractiveComposer": "ragcore.synthesis.extractive",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -113,6 +113,15 @@ class OnnxMiniLM:
     def encode_uncached(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts)
 
+    def clear_cache(self) -> None:
+        """Forget cached vectors (benchmarks measure cold queries this way)."""
+        with self._lock:
+            self._cache.clear()
+
+    def cached_texts(self) -> list[str]:
+        """The texts whose vectors are cached, least recently used first."""
+        return list(self._cache)
+
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` in batches of similar length.
 

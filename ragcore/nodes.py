@@ -27,7 +27,7 @@ PROVENANCE_KEYS = (
 # scores and ranks a retrieved node carries (None where a branch did not rank it)
 SCORE_KEYS = ("cosine", "bm25", "fused", "score_kind", "dense_rank", "sparse_rank", "fused_rank", "rank", "origin")
 CITATION_KEY = "citation_n"
-RAGCORE_KEYS = (*PROVENANCE_KEYS, *SCORE_KEYS, CITATION_KEY, "doc_chunks", "fp", "context")
+RAGCORE_KEYS = (*PROVENANCE_KEYS, *SCORE_KEYS, CITATION_KEY, "citation", "doc_chunks", "fp", "context")
 
 
 def chunk_metadata(chunk: Chunk) -> dict[str, Any]:

@@ -20,12 +20,12 @@ from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-from llama_index.core.schema import TextNode
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from .config import RagcoreSettings
 from .embeddings import DIMENSION, MODEL_NAME
+from .nodes import chunk_to_node
 from .sparse import Bm25Encoder
 from .types import Chunk, CollectionInfo
 
@@ -211,25 +211,16 @@ class Store:
         """Upsert chunks with their dense vectors; sparse vectors are computed on the way in."""
         nodes = []
         for c, vec in zip(chunks, dense):
-            meta = {
-                "chunk_id": c.chunk_id, "path": c.path, "doc_hash": c.doc_hash, "kind": c.kind,
-                "start_line": c.start_line, "end_line": c.end_line, "section": list(c.section),
-                "anchor": c.anchor, "page": c.page, "ordinal": c.ordinal, "title": c.title,
-                "doc_chunks": doc_chunks[c.path],
-                "fp": fingerprint,
-                "context": chunk_context(c),
-            }
-            node = TextNode(
-                id_=point_id(c.chunk_id),
-                text=c.text,
-                metadata=meta,
-                embedding=vec.tolist(),
-                # the encoders see "context\ntext" (see embed_text); nothing else of the metadata
-                excluded_embed_metadata_keys=[k for k in meta if k != "context"],
-                excluded_llm_metadata_keys=list(meta),
-                metadata_template="{value}",
-                text_template="{metadata_str}\n{content}",
+            node = chunk_to_node(
+                c, {"doc_chunks": doc_chunks[c.path], "fp": fingerprint, "context": chunk_context(c)},
+                node_id=point_id(c.chunk_id),
             )
+            node.embedding = vec.tolist()
+            # a plain LlamaIndex reader of the collection embeds "context\ntext" (see embed_text),
+            # as the ingest did; the LLM reads the text alone
+            node.excluded_embed_metadata_keys = [k for k in node.metadata if k != "context"]
+            node.metadata_template = "{value}"
+            node.text_template = "{metadata_str}\n{content}"
             nodes.append(node)
         if nodes:
             self.vector_store(name).add(nodes)

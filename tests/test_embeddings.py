@@ -123,7 +123,7 @@ def test_llamaindex_adapter_async(encoder: OnnxMiniLM) -> None:
 def test_cache_returns_identical_vectors(encoder: OnnxMiniLM) -> None:
     enc = sharing(encoder)
     first = enc.encode(["cached sentence one", "cached sentence two"])
-    assert "cached sentence one" in enc._cache
+    assert "cached sentence one" in enc.cached_texts()
     calls = []
     real = enc._encode
     enc._encode = lambda texts: (calls.append(list(texts)), real(texts))[1]  # type: ignore[method-assign]
@@ -140,5 +140,5 @@ def test_cache_returns_identical_vectors(encoder: OnnxMiniLM) -> None:
 def test_cache_is_bounded(encoder: OnnxMiniLM) -> None:
     enc = sharing(encoder, cache_size=3)
     enc.encode([f"sentence number {i}" for i in range(5)])
-    assert len(enc._cache) == 3
-    assert list(enc._cache) == [f"sentence number {i}" for i in (2, 3, 4)]
+    assert len(enc.cached_texts()) == 3
+    assert enc.cached_texts() == [f"sentence number {i}" for i in (2, 3, 4)]

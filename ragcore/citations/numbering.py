@@ -3,8 +3,8 @@
 :class:`CitationNumberer` is a LlamaIndex ``BaseNodePostprocessor`` that works in any query
 engine. It never changes the nodes it is given: it returns numbered copies, each with its
 number in ``metadata["citation_n"]`` (hidden from the LLM and the embedder, like every
-ragcore key) and a header the LLM does read — ``[3] docs/a.md:12-20 · Section`` — so that the
-model cites what the checker can verify. Two calls number two sets of copies independently.
+ragcore key) and a header the LLM does read, ``metadata["citation"]`` =
+``[3] docs/a.md:12-20 · Section``, so that the model cites what the checker can verify. Two calls number two sets of copies independently.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from ..nodes import CITATION_KEY, candidate_to_node, chunk_from_node
 from ..types import Candidate, Evidence, Origin, ScoreKind
 
 
+HEADER_KEY = "citation"  # the one key of a numbered node the LLM reads: "[3] docs/a.md:12-20 · Section"
+
+
 def _header(n: int, nws: NodeWithScore) -> str:
     chunk = chunk_from_node(nws.node)
     section = f" · {chunk.section_label}" if chunk.section else ""
-    # a path may hold braces; the header becomes part of a str.format template
-    return f"[{n}] {chunk.locator}{section}".replace("{", "{{").replace("}", "}}")
+    return f"[{n}] {chunk.locator}{section}"
 
 
 class CitationNumberer(BaseNodePostprocessor):
@@ -39,11 +41,11 @@ class CitationNumberer(BaseNodePostprocessor):
         for i, nws in enumerate(nodes):
             n = self.start + i
             node = nws.node.model_copy()
-            node.metadata = {**nws.node.metadata, CITATION_KEY: n}
+            node.metadata = {**nws.node.metadata, HEADER_KEY: _header(n, nws), CITATION_KEY: n}
             node.excluded_llm_metadata_keys = [*nws.node.excluded_llm_metadata_keys, CITATION_KEY]
-            node.excluded_embed_metadata_keys = [*nws.node.excluded_embed_metadata_keys, CITATION_KEY]
-            visible = nws.node.get_metadata_str(MetadataMode.LLM)
-            node.text_template = _header(n, nws) + ("\n{metadata_str}\n{content}" if visible else "\n{content}")
+            node.excluded_embed_metadata_keys = [*nws.node.excluded_embed_metadata_keys, CITATION_KEY, HEADER_KEY]
+            if not nws.node.get_metadata_str(MetadataMode.LLM):  # only the header shows: no "citation: " label
+                node.metadata_template = "{value}"
             out.append(NodeWithScore(node=node, score=nws.score))
         return out
 
