@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import html
+import random
 import re
+import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from ragcore.ingest.chunking import (
+    CHUNKER_VERSION,
+    LocatedChunk,
     chunk_document,
     chunk_id,
     chunk_matches_source,
+    locate_chunks,
     normalize_ws,
     text_of_lines,
 )
@@ -246,3 +252,195 @@ def test_django_chunks_read_like_documentation(docs: dict[str, LoadedDocument]) 
     assert route.locator.startswith("django-tutorial01.html:")
     assert route.locator.endswith("#path-argument-route")
     assert chunks[-1].text.endswith("to start working with the\ndatabase.")
+
+
+def test_chunk_ids_are_pinned() -> None:
+    """The index fingerprint lets a stored collection skip re-embedding only while chunk ids
+    stay the same. If this fails on purpose, bump CHUNKER_VERSION and update the digest."""
+    digest = hashlib.sha256()
+    for name in FIXTURES:
+        for size, overlap in SIZES:
+            for c in chunk_document(load(name), chunk_size=size, chunk_overlap=overlap):
+                digest.update(f"{c.chunk_id}\n".encode())
+    assert digest.hexdigest() == "032727df714af1a0ff32716c262b191c7136ffb09b36b30baeeb7724ec6b9a03"
+    assert CHUNKER_VERSION == "2"
+
+
+# --------------------------------------------------------------------------- hard size cap
+
+
+def one_line(text: str, path: str = "big.txt") -> LoadedDocument:
+    lines = (SourceLine(1, "intro"), SourceLine(2, text))
+    return LoadedDocument(path=path, kind="text", doc_hash="0", lines=lines)
+
+
+def assert_capped(doc: LoadedDocument, cap: int, **sizes: int) -> list[LocatedChunk]:
+    """Every chunk within the cap, true to its lines, and its offsets into the doc's text right."""
+    located = locate_chunks(doc, max_chunk_chars=cap, **sizes)
+    text = "\n".join(line.text for line in doc.lines)
+    for lc in located:
+        c = lc.chunk
+        assert 0 < len(c.text) <= cap, (c.locator, len(c.text))
+        assert text[lc.start_char : lc.end_char] == c.text
+        assert chunk_matches_source(doc, c)
+    return located
+
+
+def assert_tiles_line(located: list[LocatedChunk], doc: LoadedDocument, no: int) -> None:
+    """The windows of line ``no`` cover it from its first to its last non-space character."""
+    line = doc.lines[no - 1].text
+    base = sum(len(ln.text) + 1 for ln in doc.lines[: no - 1])
+    spans = [(lc.start_char - base, lc.end_char - base) for lc in located if lc.chunk.start_line == no]
+    assert all(lc.chunk.end_line == no for lc in located if lc.chunk.start_line == no)
+    assert spans[0][0] == len(line) - len(line.lstrip()) and spans[-1][1] == len(line.rstrip())
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start <= end or not line[end:start].strip()  # overlapping, or only a gap of spaces
+
+
+def test_cap_one_enormous_line_of_words() -> None:
+    line = " ".join(f"w{i}" for i in range(60_000))
+    doc = one_line(line)
+    located = assert_capped(doc, 500, chunk_size=180, chunk_overlap=30)
+    assert_tiles_line(located, doc, 2)
+    windows = [lc.chunk.text.split() for lc in located if lc.chunk.start_line == 2]
+    assert all(len(w) <= 180 for w in windows)
+    assert windows[0][-1] == windows[1][0] or windows[1][0] in windows[0]  # they overlap
+    assert windows[-1][-1] == "w59999"
+
+
+def test_cap_one_giant_token_without_spaces() -> None:
+    rng = random.Random(3)  # not periodic: identical slices would be kept once
+    token = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(50_000))
+    doc = one_line(token)
+    located = assert_capped(doc, 4000, chunk_size=180, chunk_overlap=30)
+    assert_tiles_line(located, doc, 2)
+    assert len([lc for lc in located if lc.chunk.start_line == 2]) >= 50_000 // 4000
+
+
+def test_cap_minified_json_is_cut_after_punctuation() -> None:
+    import json
+
+    blob = json.dumps([{"id": i, "name": f"item{i}"} for i in range(5000)], separators=(",", ":"))
+    doc = one_line(blob, "data.json")
+    located = assert_capped(doc, 1000, chunk_size=180, chunk_overlap=30)
+    assert_tiles_line(located, doc, 2)
+    texts = [lc.chunk.text for lc in located if lc.chunk.start_line == 2]
+    assert all(t[-1] in ",}]" for t in texts[:-1])
+
+
+def test_cap_cjk_without_spaces_is_cut_after_full_stops() -> None:
+    rng = random.Random(4)
+    hanzi = "检索增强生成把文档切成片段并记住每个的来源行号"
+    text = "".join("".join(rng.choices(hanzi, k=rng.randint(8, 40))) + "。" for _ in range(2000))
+    doc = one_line(text)
+    located = assert_capped(doc, 300, chunk_size=180, chunk_overlap=30)
+    assert_tiles_line(located, doc, 2)
+    texts = [lc.chunk.text for lc in located if lc.chunk.start_line == 2]
+    assert all(t.endswith("。") for t in texts[:-1])
+
+
+def test_cap_lines_with_few_words_but_many_chars() -> None:
+    # each line fits the word budget (50 words) but not the char budget (≈ 5000 chars)
+    lines = [" ".join(f"{k}{'x' * 98}" for k in range(50)) for _ in range(3)]
+    doc = text_doc(lines)
+    located = assert_capped(doc, 1200, chunk_size=180, chunk_overlap=30)
+    for no in (1, 2, 3):
+        assert_tiles_line(located, doc, no)
+
+
+def test_cap_packs_whole_lines_by_chars_too() -> None:
+    lines = [f"line{i} " + "y" * 700 for i in range(20)]  # 2 words, 705 chars each
+    chunks = chunk_document(text_doc(lines), chunk_size=180, chunk_overlap=30, max_chunk_chars=1500)
+    assert [c.end_line - c.start_line + 1 for c in chunks[:-1]] == [2] * (len(chunks) - 1)
+    assert all(len(c.text) <= 1500 for c in chunks)
+    assert {c.start_line for c in chunks} | {c.end_line for c in chunks} >= set(range(1, 21, 2))
+
+
+def test_cap_many_blank_lines_between_words() -> None:
+    lines = ["alpha"] + [""] * 50_000 + ["omega"]
+    doc = LoadedDocument("b.txt", "text", "0", tuple(SourceLine(i, t) for i, t in enumerate(lines, 1)))
+    chunks = chunk_document(doc, chunk_size=180, chunk_overlap=30, max_chunk_chars=100)
+    got = [(c.text, c.start_line, c.end_line) for c in chunks]
+    assert got == [("alpha", 1, 1), ("omega", 50_002, 50_002)]
+
+
+def test_cap_a_blank_line_longer_than_the_cap() -> None:
+    doc = text_doc(["one two", " " * 10_000, "three four"])
+    chunks = chunk_document(doc, chunk_size=180, chunk_overlap=30, max_chunk_chars=50)
+    assert [c.text for c in chunks] == ["one two", "three four"]
+
+
+@pytest.mark.slow
+def test_cap_a_million_one_character_lines() -> None:
+    lines = tuple(SourceLine(i, "abcdefghij"[i % 10]) for i in range(1, 1_000_001))
+    doc = LoadedDocument("m.txt", "text", "0", lines)
+    t0 = time.perf_counter()
+    chunks = chunk_document(doc, chunk_size=180, chunk_overlap=30, max_chunk_chars=4000)
+    assert time.perf_counter() - t0 < 60  # ≈ 3-5 s here; linear (a quadratic pass: hours)
+    assert all(len(c.text) <= 4000 and words(c.text) <= 180 for c in chunks)
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 1_000_000
+    assert all(b.start_line <= a.end_line + 1 for a, b in zip(chunks, chunks[1:]))
+
+
+def test_cap_fuzz_every_shape_and_budget() -> None:
+    """Random lines (words, giant tokens, blank runs, CJK) under random budgets: the cap,
+    provenance and offsets always hold, and every word lands in a chunk of its line."""
+    rng = random.Random(12)
+    alphabet = ["alpha", "beta", "γάμμα", "数据", "x" * 37, "{\"k\":[1,2]}", "end."]
+    for _ in range(40):
+        lines = []
+        for _ in range(rng.randint(1, 30)):
+            shape = rng.random()
+            if shape < 0.2:
+                lines.append("")
+            elif shape < 0.3:
+                lines.append("z" * rng.randint(1, 300))
+            else:
+                sep = rng.choice([" ", "  ", "\t", " · "])
+                n = rng.randint(1, 120)
+                lines.append(sep.join(rng.choice(alphabet) + str(rng.randint(0, 9999)) for _ in range(n)))
+        doc = text_doc(lines)
+        size = rng.randint(1, 60)
+        cap = rng.randint(1, 400)
+        located = assert_capped(doc, cap, chunk_size=size, chunk_overlap=rng.randint(0, size - 1))
+        by_line: dict[int, str] = {}
+        for lc in located:
+            assert len(lc.chunk.text.split()) <= size
+            for no in range(lc.chunk.start_line, lc.chunk.end_line + 1):
+                by_line[no] = by_line.get(no, "") + "\n" + lc.chunk.text
+        for line in doc.lines:
+            for word in line.text.split():
+                if len(word) <= cap and re.search(r"[^\W_]", word):
+                    assert word in by_line.get(line.no, ""), (line.no, word, size, cap)
+
+
+def test_cap_identical_windows_are_kept_once() -> None:
+    doc = one_line("la " * 10_000)
+    chunks = chunk_document(doc, chunk_size=100, chunk_overlap=10)
+    assert len({c.chunk_id for c in chunks}) == len(chunks)
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+
+
+def test_five_megabyte_line_is_linear_in_time_and_memory() -> None:
+    """Issue 12: a near-20 MB single-line file became one chunk (and 6.5 GB RSS downstream).
+    5 MB of words on one line: a few seconds (≈1 s here) and memory of the order of the
+    output (the old chunker held a tuple per word: ~100 bytes a word, 20× the input)."""
+    rng = random.Random(5)
+    vocab = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 9))) for _ in range(2000)]
+    line = " ".join(rng.choice(vocab) for _ in range(1_000_000))[:5_000_000]
+    doc = one_line(line)
+    t0 = time.perf_counter()
+    chunks = chunk_document(doc, chunk_size=180, chunk_overlap=30)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 10, elapsed
+    assert max(len(c.text) for c in chunks) <= 4000 and chunks[-1].text.endswith(line.rstrip()[-20:])
+    # memory: traced on a 1 MB slice (tracemalloc slows allocation-heavy code ~10×)
+    small = one_line(line[:1_000_000])
+    tracemalloc.start()
+    try:
+        out = chunk_document(small, chunk_size=180, chunk_overlap=30)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    output = sum(len(c.text) for c in out)
+    assert peak < 2 * output + 1_000_000, (peak, output)
