@@ -2,45 +2,37 @@
 
 :class:`OpenAIGenerator` streams an answer through the Chat Completions API
 (``settings.api == "chat"``) or the Responses API (``"responses"``) with the official
-``openai`` SDK, and turns every failure into a :class:`GenerationError` that says what
-happened and what to do.
+``openai`` SDK. The parts:
 
-Retries are done here, not in the SDK (its ``max_retries`` is 0), so that ``Retry-After`` is
-honoured (capped at :data:`RETRY_AFTER_CAP_S`), every attempt is logged and reported to an
-optional ``on_attempt`` callback, and nothing is retried once text has reached the caller:
+* the SDK retries failed requests (connection errors, timeouts, 408/409/429/5xx) up to
+  ``max_retries`` times, with its own backoff, honouring ``Retry-After``;
+* :mod:`.openai_request` builds the request and adapts to a model that rejects
+  ``max_tokens`` or ``temperature``;
+* :mod:`.openai_stream` turns events into text (and drops a ``<think>`` block);
+* :mod:`.openai_errors` turns every failure into a :class:`GenerationError` that says what to do;
+* :mod:`.openai_budget` stops the answer when the caller cancels or ``deadline_s`` passes.
 
-* retried: connection errors, timeouts, HTTP 408/409/429 and 5xx, a stream that ends before
-  its first token, with exponential backoff (0.5 s, 1 s, 2 s … capped at 8 s) for
-  ``settings.max_retries`` attempts after the first;
-* a failure after text was streamed ends as ``kind="stream_cut"`` with ``partial_text``;
-* 401/403 → ``auth``, 400/404/422 → ``bad_request``, an unparseable chunk → ``malformed``,
-  no text at all → ``empty``.
-
-Two 400s are answered by adapting instead of failing, once per generator: a model that
-rejects ``max_tokens`` (OpenAI's reasoning models want ``max_completion_tokens``) and a model
-that rejects ``temperature``. A leading ``<think>…</think>`` block (reasoning models served
-by Ollama or llama.cpp) is removed from the streamed text.
-
-Closing the generator returned by :meth:`OpenAIGenerator.stream` (``gen.close()``, or
-dropping it) closes the HTTP response at once; a ``threading.Event`` passed as ``cancel``
-stops it from another thread (``GenerationError(kind="cancelled")``). The API key is never
-logged, printed or put in a message.
+Nothing is retried once text has reached the caller: a stream that breaks then ends as
+``kind="stream_cut"`` with the text so far in ``partial``. Closing the generator returned by
+:meth:`OpenAIGenerator.stream` closes the HTTP response at once. Neither the API key (nor a
+part of it) nor the base URL's ``user:password@`` appears in a message, a log line, the repr
+or :attr:`~OpenAIGenerator.display_url`.
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
 import logging
-import re
 import threading
-import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, Iterator
+from urllib.parse import unquote, urlsplit
 
 from ..config import LlmSettings
+from ..redact import redact_text, redact_url, url_secrets
+from . import openai_errors as errors
 from .errors import GenerationError
+from .openai_budget import Budget, Watchdog, call_until, refuse_abandoned, remember_response
+from .openai_request import RequestShape, create
+from .openai_stream import EndedEarly, StreamReader, full_text
 
 if TYPE_CHECKING:
     import httpx
@@ -48,137 +40,38 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-BACKOFF_BASE_S = 0.5
-BACKOFF_MAX_S = 8.0
-RETRY_AFTER_CAP_S = 10.0
 CHECK_TIMEOUT_CAP_S = 10.0
-
-_RETRY_KINDS = {"connection", "timeout", "rate_limit", "server"}
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One request to the endpoint, as reported to ``on_attempt`` and the log."""
-
-    number: int  # 1-based
-    max_attempts: int
-    ok: bool
-    kind: str | None = None  # the GenerationError kind when it failed
-    status_code: int | None = None
-    wait_s: float | None = None  # the wait before the next attempt; None: no further attempt
-    elapsed_ms: float = 0.0
-    message: str = ""
-    finish_reason: str | None = None
-
-
-# --------------------------------------------------------------------------- internals
-
-
-class _Malformed(Exception):
-    """A chunk or reply that does not have the OpenAI shape."""
-
-
-class _RemoteError(Exception):
-    """An error reported inside a stream (Responses ``error`` / ``response.failed`` events)."""
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class _EndedEarly(Exception):
-    """The stream ended cleanly but without a finish signal."""
-
-
-class _State:
-    __slots__ = ("finished", "finish_reason")
-
-    def __init__(self) -> None:
-        self.finished = False
-        self.finish_reason: str | None = None
-
-
-class _ThinkFilter:
-    """Drops a leading ``<think>…</think>`` block from streamed text."""
-
-    OPEN, CLOSE = "<think>", "</think>"
-
-    def __init__(self) -> None:
-        self._buf = ""
-        self._mode = "start"  # start → think → text
-
-    def feed(self, s: str) -> str:
-        if self._mode == "text":
-            return s
-        self._buf += s
-        if self._mode == "start":
-            head = self._buf.lstrip()
-            if head.startswith(self.OPEN):
-                self._mode, self._buf = "think", head[len(self.OPEN):]
-            elif self.OPEN.startswith(head):
-                return ""  # could still become "<think>": wait for more
-            else:
-                out, self._buf, self._mode = self._buf, "", "text"
-                return out
-        if self._mode == "think":
-            end = self._buf.find(self.CLOSE)
-            if end < 0:
-                self._buf = self._buf[-len(self.CLOSE):]  # keep only what may hold a split tag
-                return ""
-            out, self._buf, self._mode = self._buf[end + len(self.CLOSE):].lstrip(), "", "text"
-            return out
-        return ""
-
-    def flush(self) -> str:
-        out = self._buf if self._mode == "start" else ""
-        self._buf = ""
-        return out
-
-
-_SK = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{4,})")
-_BEARER = re.compile(r"(?i)(bearer\s+)\S+")
-
-
-def _display_url(url: str) -> str:
-    """The URL without user:password@ (never shown)."""
-    try:
-        p = urlsplit(url)
-    except ValueError:
-        return url
-    if p.username or p.password:
-        host = p.hostname or ""
-        if p.port:
-            host += f":{p.port}"
-        return urlunsplit((p.scheme, host, p.path, p.query, p.fragment))
-    return url
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# --------------------------------------------------------------------------- the generator
 
 
 class OpenAIGenerator:
-    """Answers with an OpenAI-compatible endpoint; see the module docstring."""
+    """Answers with an OpenAI-compatible endpoint; see the module docstring.
 
-    def __init__(
-        self,
-        settings: LlmSettings,
-        *,
-        http_client: "httpx.Client | None" = None,
-        on_attempt: Callable[[Attempt], None] | None = None,
-    ) -> None:
-        self.settings = settings
+    ``http_client`` (an ``httpx.Client`` of the caller's) replaces the one made here; the
+    caller then owns its auth, and an abandoned call can no longer be kept from retrying.
+    """
+
+    def __init__(self, llm: LlmSettings, *, http_client: "httpx.Client | None" = None) -> None:
+        self.settings = llm
         self._http_client = http_client
-        self._on_attempt = on_attempt
         self._client: Any = None
         self._lock = threading.Lock()
-        self._max_tokens_param = "max_tokens"  # switched once if the model rejects it
-        self._send_temperature = True  # dropped once if the model rejects it
-        self.base_url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._shape = RequestShape()
+        raw_url = (llm.base_url or DEFAULT_BASE_URL).rstrip("/")
+        secrets = tuple(s for s in (llm.api_key, *url_secrets(raw_url)) if s)
+        self._basic_auth = _url_auth(raw_url)  # sent as a header: never part of a logged URL
+        self._request_url = redact_url(raw_url) or DEFAULT_BASE_URL
+        #: what is shown: no user:password@, and no key (e.g. an Azure-style ?api-key=...)
+        self.base_url: str = redact_text(self._request_url, secrets)
+        self._ctx = errors.ErrorContext(
+            url=self.base_url,
+            model=llm.model or "",
+            api=llm.api,
+            has_key=bool(llm.api_key),
+            timeout_s=llm.timeout_s,
+            deadline_s=llm.deadline_s,
+            max_output_tokens=llm.max_output_tokens,
+            secrets=secrets,
+        )
 
     # -- identity
     @property
@@ -188,7 +81,7 @@ class OpenAIGenerator:
 
     @property
     def display_url(self) -> str:
-        return _display_url(self.base_url)
+        return self.base_url
 
     def __repr__(self) -> str:
         key = "set" if self.settings.api_key else "unset"
@@ -196,19 +89,26 @@ class OpenAIGenerator:
 
     # -- client
     def _get_client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import openai
+        with self._lock:
+            if self._client is None:
+                import openai
 
-                    self._client = openai.OpenAI(
-                        base_url=self.base_url,
-                        api_key=self.settings.api_key or "not-needed",
-                        timeout=self.settings.timeout_s,
-                        max_retries=0,
-                        http_client=self._http_client,
-                    )
-        return self._client
+                self._client = openai.OpenAI(
+                    base_url=self._request_url,
+                    api_key=self.settings.api_key or "not-needed",
+                    timeout=self.settings.timeout_s,
+                    max_retries=max(0, self.settings.max_retries),
+                    http_client=self._http_client or self._own_http_client(),
+                )
+            return self._client
+
+    def _own_http_client(self) -> Any:
+        """The SDK's default client, plus: URL credentials as basic auth (so the URL that
+        httpx logs has none), no retry of a quota 429, and the hooks of :mod:`.openai_budget`."""
+        import openai
+
+        hooks = {"request": [refuse_abandoned], "response": [remember_response, _no_retry_on_quota]}
+        return openai.DefaultHttpxClient(auth=self._basic_auth, event_hooks=hooks)
 
     def close(self) -> None:
         """Release the connection pool (not a caller's own ``http_client``)."""
@@ -224,526 +124,83 @@ class OpenAIGenerator:
         self.close()
 
     # -- requests
-    def _require_model(self) -> None:
-        if not self.settings.model:
-            raise GenerationError(
-                "bad_request",
-                "No LLM model is configured. Set RAGCORE_LLM_MODEL (and OPENAI_BASE_URL for a local "
-                "server), or use the extractive composer.",
-                retryable=False,
-            )
-
-    def _request(
-        self, messages: list[dict], *, stream: bool, max_tokens: int | None = None, client: Any = None
-    ) -> Any:
-        client = client or self._get_client()
-        s = self.settings
-        limit = s.max_output_tokens if max_tokens is None else max_tokens
-        if s.api == "responses":
-            instructions = "\n\n".join(
-                str(m.get("content") or "") for m in messages if m.get("role") in ("system", "developer")
-            )
-            items = [
-                {"role": m["role"], "content": m.get("content") or ""}
-                for m in messages
-                if m.get("role") not in ("system", "developer")
-            ]
-            kwargs: dict[str, Any] = {"model": s.model, "input": items, "max_output_tokens": limit, "store": False}
-            if instructions:
-                kwargs["instructions"] = instructions
-            if self._send_temperature:
-                kwargs["temperature"] = s.temperature
-            return client.responses.create(stream=stream, **kwargs)
-        kwargs = {"model": s.model, "messages": messages, self._max_tokens_param: limit}
-        if self._send_temperature:
-            kwargs["temperature"] = s.temperature
-        return client.chat.completions.create(stream=stream, **kwargs)
-
-    # -- parsing
-    def _delta(self, event: Any, state: _State) -> str:
-        """The text in one stream event; records the finish signal in ``state``."""
-        try:
-            if self.settings.api == "responses":
-                kind = getattr(event, "type", None)
-                if kind in ("response.output_text.delta", "response.refusal.delta"):
-                    delta = event.delta
-                    if not isinstance(delta, str):
-                        raise _Malformed(f"{kind} event without a text delta")
-                    return delta
-                if kind == "response.completed":
-                    state.finished, state.finish_reason = True, "stop"
-                elif kind == "response.incomplete":
-                    details = getattr(event.response, "incomplete_details", None)
-                    reason = getattr(details, "reason", None) or "incomplete"
-                    state.finished = True
-                    state.finish_reason = "length" if reason == "max_output_tokens" else str(reason)
-                elif kind == "response.failed":
-                    err = getattr(event.response, "error", None)
-                    raise _RemoteError(
-                        getattr(err, "message", None) or "the response failed", getattr(err, "code", None)
-                    )
-                elif kind == "error":
-                    raise _RemoteError(getattr(event, "message", None) or "error event", getattr(event, "code", None))
-                elif not isinstance(kind, str):
-                    raise _Malformed("a stream event without a type")
-                return ""
-            choices = event.choices
-            if not isinstance(choices, list):
-                raise _Malformed("a chunk without a choices list")
-            if not choices:
-                return ""  # e.g. the usage chunk
-            choice = choices[0]
-            finish = getattr(choice, "finish_reason", None)
-            if finish:
-                state.finished, state.finish_reason = True, str(finish)
-            delta = getattr(choice, "delta", None)
-            if delta is None:
-                return ""
-            content = getattr(delta, "content", None)
-            if content is None:
-                content = getattr(delta, "refusal", None)
-            if content is not None and not isinstance(content, str):
-                raise _Malformed("a chunk whose delta content is not text")
-            return content or ""
-        except (AttributeError, TypeError, KeyError, IndexError) as err:
-            raise _Malformed(f"unexpected chunk shape: {type(err).__name__}") from None
-
-    def _full_text(self, resp: Any) -> tuple[str, str | None]:
-        try:
-            if self.settings.api == "responses":
-                status = getattr(resp, "status", None)
-                if status == "failed":
-                    err = getattr(resp, "error", None)
-                    raise _RemoteError(getattr(err, "message", None) or "the response failed", getattr(err, "code", None))
-                if not isinstance(getattr(resp, "output", None), list):
-                    raise _Malformed("a response without an output list")
-                text = resp.output_text
-                finish = "length" if status == "incomplete" else "stop"
-                return text or "", finish
-            choices = resp.choices
-            if not isinstance(choices, list) or not choices:
-                raise _Malformed("a completion without choices")
-            msg = choices[0].message
-            text = getattr(msg, "content", None) or getattr(msg, "refusal", None) or ""
-            if not isinstance(text, str):
-                raise _Malformed("a completion whose content is not text")
-            return text, getattr(choices[0], "finish_reason", None)
-        except (AttributeError, TypeError, KeyError, IndexError) as err:
-            raise _Malformed(f"unexpected reply shape: {type(err).__name__}") from None
-
-    # -- errors
-    def _redact(self, text: str) -> str:
-        key = self.settings.api_key
-        if key and len(key) >= 4:
-            text = text.replace(key, "***")
-        text = _SK.sub("sk-***", text)
-        return _BEARER.sub(r"\1***", text)
-
-    def _server_detail(self, exc: Any) -> tuple[str, str | None]:
-        """The (redacted, shortened) error message and code from an error body."""
-        body = getattr(exc, "body", None)
-        msg, code = None, None
-        if isinstance(body, dict):
-            err = body.get("error", body)
-            if isinstance(err, dict):
-                msg, code = err.get("message"), err.get("code")
-            elif isinstance(err, str):
-                msg = err
-            msg = msg or body.get("message") or body.get("detail")
-        if not msg:
-            response = getattr(exc, "response", None)
-            try:
-                msg = response.text if response is not None else None
-            except Exception:  # noqa: BLE001 - an unread stream
-                msg = None
-        if not msg:
-            msg = getattr(exc, "message", None) or str(exc)
-        return self._redact(_short(str(msg))), (str(code) if code is not None else None)
-
-    @staticmethod
-    def _retry_after(exc: Any) -> float | None:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-        if headers is None:
-            return None
-        raw_ms = headers.get("retry-after-ms")
-        if raw_ms:
-            try:
-                return max(0.0, float(raw_ms) / 1000.0)
-            except ValueError:
-                pass
-        raw = headers.get("retry-after")
-        if not raw:
-            return None
-        try:
-            return max(0.0, float(raw))
-        except ValueError:
-            pass
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-
-    @staticmethod
-    def _connection_reason(exc: BaseException) -> str:
-        chain: list[BaseException] = []
-        cur: BaseException | None = exc
-        while cur is not None and cur not in chain and len(chain) < 8:
-            chain.append(cur)
-            cur = cur.__cause__ or cur.__context__
-        text = " ".join(f"{type(e).__name__}: {e}" for e in chain).lower()
-        if "refused" in text:
-            return "connection refused"
-        if any(s in text for s in ("name or service not known", "nodename nor servname", "getaddrinfo", "name resolution", "no address associated")):
-            return "host name not found"
-        if "certificate" in text or "ssl" in text or "tls" in text:
-            return "TLS/SSL error"
-        if "peer closed" in text or "server disconnected" in text or "remoteprotocolerror" in text:
-            return "the server closed the connection"
-        if "reset" in text:
-            return "connection reset"
-        if "unreachable" in text:
-            return "network unreachable"
-        return _short(f"{type(chain[-1]).__name__}: {chain[-1]}", 120)
-
-    def _classify(self, exc: BaseException) -> tuple[GenerationError, float | None]:
-        """A GenerationError for ``exc`` (no partial text yet) and the server's Retry-After."""
+    def _open(self, client: Any, messages: list[dict], budget: Budget, *, stream: bool, max_tokens: int | None = None) -> Any:
+        """The SDK's reply (a stream, or a whole completion), adapting to rejected parameters."""
         import openai
 
-        url, s = self.display_url, self.settings
-        model = s.model or ""
-        if isinstance(exc, GenerationError):
-            return exc, None
-        if isinstance(exc, openai.APITimeoutError):
-            return GenerationError(
-                "timeout",
-                f"The LLM endpoint at {url} did not answer within {s.timeout_s:g} s. Check that the "
-                "server is running and not overloaded, or raise RAGCORE_LLM_TIMEOUT_S.",
-            ), None
-        if isinstance(exc, openai.APIConnectionError):
-            reason = self._redact(self._connection_reason(exc))
-            return GenerationError(
-                "connection",
-                f"Could not reach the LLM endpoint at {url} ({reason}). Check that the server is "
-                "running and OPENAI_BASE_URL is right.",
-            ), None
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            detail, code = self._server_detail(exc)
-            if status in (401, 403):
-                if not s.api_key:
-                    msg = (
-                        f"The LLM endpoint at {url} requires an API key (HTTP {status}: {detail}) and none "
-                        "is set. Set OPENAI_API_KEY (or OPENAI_API_KEY in .streamlit/secrets.toml)."
-                    )
-                elif status == 401:
-                    msg = f"The LLM endpoint at {url} rejected the API key (HTTP 401: {detail}). Check OPENAI_API_KEY."
-                else:
-                    msg = (
-                        f"The LLM endpoint at {url} refused access (HTTP 403: {detail}). Check OPENAI_API_KEY "
-                        f"and that the key may use model '{model}'."
-                    )
-                return GenerationError("auth", msg, retryable=False, status_code=status), None
-            if status == 429:
-                low = f"{detail} {code or ''}".lower()
-                if "insufficient_quota" in low or "quota" in low or "billing" in low:
-                    return GenerationError(
-                        "rate_limit",
-                        f"The LLM endpoint at {url} says the account's quota is used up (HTTP 429: {detail}). "
-                        "Check the plan and billing of the account behind OPENAI_API_KEY.",
-                        retryable=False,
-                        status_code=429,
-                    ), None
-                return GenerationError(
-                    "rate_limit",
-                    f"The LLM endpoint at {url} is rate limiting requests (HTTP 429: {detail}). Wait a "
-                    "little and ask again, or lower the request rate.",
-                    status_code=429,
-                ), self._retry_after(exc)
-            if status == 408:
-                return GenerationError(
-                    "timeout",
-                    f"The LLM endpoint at {url} timed out the request (HTTP 408: {detail}). Try again, or "
-                    "raise RAGCORE_LLM_TIMEOUT_S.",
-                    status_code=408,
-                ), self._retry_after(exc)
-            if status >= 500 or status == 409:
-                return GenerationError(
-                    "server",
-                    f"The LLM endpoint at {url} had a server error (HTTP {status}: {detail}). Check that the "
-                    "server and its model are up (see its logs), then try again.",
-                    status_code=status,
-                ), self._retry_after(exc)
-            low = f"{detail} {code or ''}".lower()
-            if status == 404:
-                hint = f"Check RAGCORE_LLM_MODEL (now '{model}'): the model name must be one the server serves"
-                if s.api == "responses":
-                    hint += "; and that the server has the Responses API (else set RAGCORE_LLM_API=chat)"
-                hint += "; and that OPENAI_BASE_URL includes the API prefix, usually /v1."
-                msg = f"The LLM endpoint at {url} answered 404 Not Found ({detail}). {hint}"
-            elif "context_length" in low or "context length" in low or "maximum context" in low or "too many tokens" in low or "prompt is too long" in low:
-                msg = (
-                    f"The prompt is longer than the model's context window (HTTP {status}: {detail}). Set "
-                    "RAGCORE_LLM_CONTEXT_WINDOW to the model's real window, or lower top_k."
-                )
-            else:
-                msg = (
-                    f"The LLM endpoint at {url} rejected the request (HTTP {status}: {detail}). Check "
-                    f"RAGCORE_LLM_MODEL (now '{model}') and the model's settings (RAGCORE_LLM_API, "
-                    "temperature, max_output_tokens)."
-                )
-            return GenerationError("bad_request", msg, retryable=False, status_code=status), None
-        if isinstance(exc, openai.APIResponseValidationError):
-            return self._malformed(str(exc)), None
-        if isinstance(exc, (_Malformed, json.JSONDecodeError)):
-            return self._malformed(str(exc)), None
-        if isinstance(exc, _RemoteError):
-            code = (exc.code or "").lower()
-            kind = "rate_limit" if "rate_limit" in code else "server"
-            return GenerationError(
-                kind,
-                f"The LLM endpoint at {url} reported an error during generation: "
-                f"{self._redact(_short(str(exc)))}. Try again; if it keeps happening, check the server's logs.",
-            ), None
-        if isinstance(exc, openai.APIError):  # an error object inside the stream data
-            detail, code = self._server_detail(exc)
-            kind = "rate_limit" if "rate_limit" in (code or "") else "server"
-            return GenerationError(
-                kind,
-                f"The LLM endpoint at {url} reported an error during generation: {detail}. Try again; "
-                "if it keeps happening, check the server's logs.",
-            ), None
-        if isinstance(exc, _EndedEarly):
-            return GenerationError(
-                "stream_cut",
-                f"The LLM stream from {url} ended without a finish signal before any text. Try again.",
-            ), None
-        raise exc  # a bug here, not an endpoint failure: let it surface
-
-    def _malformed(self, detail: str) -> GenerationError:
-        return GenerationError(
-            "malformed",
-            f"The LLM endpoint at {self.display_url} sent a reply the OpenAI client cannot parse "
-            f"({self._redact(_short(detail, 160))}). Check that OPENAI_BASE_URL points at an "
-            "OpenAI-compatible API (usually ending in /v1) and that RAGCORE_LLM_API matches it.",
-            retryable=False,
-        )
-
-    def _adapt(self, exc: BaseException, err: GenerationError) -> bool:
-        """Change a rejected parameter for a 400 that names it; True if a retry makes sense."""
-        if err.kind != "bad_request" or err.status_code != 400:
-            return False
-        detail, code = self._server_detail(exc)  # the server's words only, not our hints
-        low = f"{detail} {code or ''}".lower()
-        if "max_tokens" in low and self._max_tokens_param == "max_tokens" and self.settings.api == "chat":
-            if "max_completion_tokens" in low or "unsupported" in low or "not supported" in low:
-                log.info("the model rejects max_tokens; using max_completion_tokens")
-                self._max_tokens_param = "max_completion_tokens"
-                return True
-        if "temperature" in low and self._send_temperature:
-            if "unsupported" in low or "not supported" in low or "does not support" in low:
-                log.info("the model rejects temperature; sending none")
-                self._send_temperature = False
-                return True
-        return False
-
-    # -- retry bookkeeping
-    def _report(self, attempt: Attempt) -> None:
-        if attempt.ok:
-            if attempt.number > 1:
-                log.info("LLM call succeeded on attempt %d/%d", attempt.number, attempt.max_attempts)
-        elif attempt.wait_s is not None:
-            log.warning(
-                "LLM attempt %d/%d failed (%s); retrying in %.2f s",
-                attempt.number,
-                attempt.max_attempts,
-                attempt.kind,
-                attempt.wait_s,
-            )
-        else:
-            log.warning("LLM attempt %d/%d failed (%s): %s", attempt.number, attempt.max_attempts, attempt.kind, attempt.message)
-        if self._on_attempt is not None:
+        while True:
             try:
-                self._on_attempt(attempt)
-            except Exception:  # noqa: BLE001 - an observer must not break generation
-                log.exception("on_attempt callback failed")
+                return call_until(
+                    lambda: create(client, self.settings, self._shape, messages, stream=stream, max_tokens=max_tokens),
+                    budget,
+                )
+            except openai.BadRequestError as exc:
+                detail, code = errors.server_detail(exc)
+                if exc.status_code != 400 or not self._shape.adapt(self.settings.api, f"{detail} {code or ''}"):
+                    raise
 
-    def _after_failure(
-        self,
-        exc: BaseException,
-        *,
-        number: int,
-        retries_used: int,
-        started: float,
-        partial: str,
-        cancel: threading.Event | None,
-    ) -> bool:
-        """Raise the final GenerationError, or wait and return True to retry.
-
-        Returns False when a parameter was adapted (retry at once, not counted as a retry).
-        """
-        err, retry_after = self._classify(exc)
-        max_attempts = 1 + max(0, self.settings.max_retries)
-        elapsed = (time.monotonic() - started) * 1000
-        if partial:
-            kind = "malformed" if err.kind == "malformed" else "stream_cut"
-            final = GenerationError(
-                kind,
-                f"The answer stopped after {len(partial)} character{'s' if len(partial) != 1 else ''}: "
-                f"{self._cut_reason(err, exc)}. The partial answer is kept; ask again for a complete one.",
-                retryable=kind == "stream_cut",
-                partial_text=partial,
-                status_code=err.status_code,
-                attempts=number,
-            )
-            self._report(Attempt(number, max_attempts, False, kind, err.status_code, None, elapsed, final.message))
-            raise final from None
-        if self._adapt(exc, err):
-            self._report(Attempt(number, max_attempts, False, err.kind, err.status_code, 0.0, elapsed, err.message))
-            return False
-        retryable = err.retryable and (err.kind in _RETRY_KINDS or err.kind == "stream_cut")
-        if retryable and retries_used < self.settings.max_retries:
-            if retry_after is not None:
-                wait = min(retry_after, RETRY_AFTER_CAP_S)
-            else:
-                wait = min(BACKOFF_BASE_S * (2**retries_used), BACKOFF_MAX_S)
-            self._report(Attempt(number, max_attempts, False, err.kind, err.status_code, wait, elapsed, err.message))
-            if cancel is not None:
-                if cancel.wait(wait):
-                    raise self._cancelled("", number)
-            else:
-                time.sleep(wait)
-            return True
-        message = err.message
-        if number > 1:
-            message = f"{message} (Gave up after {number} attempts.)"
-        final = GenerationError(
-            err.kind, message, retryable=err.retryable, status_code=err.status_code, attempts=number
-        )
-        self._report(Attempt(number, max_attempts, False, err.kind, err.status_code, None, elapsed, message))
-        raise final from None
-
-    def _cut_reason(self, err: GenerationError, exc: BaseException) -> str:
-        url = self.display_url
-        if err.kind == "timeout":
-            return f"the LLM endpoint at {url} sent nothing for {self.settings.timeout_s:g} s"
-        if err.kind == "connection":
-            return f"the connection to the LLM endpoint at {url} broke ({self._redact(self._connection_reason(exc))})"
-        if err.kind == "malformed":
-            return f"the LLM endpoint at {url} sent a chunk the OpenAI client cannot parse ({self._redact(_short(str(exc), 160))})"
-        if isinstance(exc, _EndedEarly):
-            return f"the stream from {url} ended without a finish signal"
-        msg = err.message.rstrip(".")
-        return msg[0].lower() + msg[1:]
-
-    @staticmethod
-    def _cancelled(partial: str, number: int) -> GenerationError:
-        return GenerationError(
-            "cancelled", "Generation was stopped.", retryable=True, partial_text=partial, attempts=number
-        )
-
-    def _empty(self, finish: str | None, number: int) -> GenerationError:
-        if finish == "length":
-            msg = (
-                f"The model used its whole output budget (max_output_tokens={self.settings.max_output_tokens}) "
-                "without writing an answer, as reasoning models can. Raise RAGCORE_LLM_MAX_OUTPUT_TOKENS."
-            )
-        elif finish == "content_filter":
-            msg = "The provider's content filter blocked the answer. Rephrase the question."
+    def _failure(self, exc: BaseException, partial: str, budget: Budget) -> GenerationError:
+        """The error to raise for ``exc``, given the text that already reached the caller."""
+        reason = budget.reason()  # a stop the caller or the deadline asked for explains the rest
+        if reason == "cancelled":
+            err = errors.cancelled(partial)
+        elif reason == "deadline":
+            err = errors.deadline(partial, self._ctx)
+        elif partial:
+            err = errors.cut(exc, partial, self._ctx)
         else:
-            msg = (
-                f"The model '{self.settings.model}' returned an empty answer"
-                + (f" (finish_reason: {finish})" if finish else "")
-                + ". Ask again, or try another model."
-            )
-        return GenerationError("empty", msg, retryable=True, attempts=number)
+            err = errors.classify(exc, self._ctx)
+        if err.kind != "cancelled":
+            log.warning("LLM call failed (%s): %s", err.kind, err.message)
+        return err
 
     # -- public API
-    def stream(
-        self,
-        messages: list[dict],
-        *,
-        cancel: threading.Event | None = None,
-    ) -> Iterator[str]:
+    def stream(self, messages: list[dict], cancel: threading.Event | None = None) -> Iterator[str]:
         """Yield text deltas of the answer. Raises :class:`GenerationError`.
 
-        Close the generator to stop: the HTTP response is closed at once.
+        Close the generator to stop: the HTTP response is closed at once. ``cancel`` stops it
+        from another thread; ``settings.deadline_s`` bounds the whole answer.
         """
-        self._require_model()
-        max_attempts = 1 + max(0, self.settings.max_retries)
+        if not self.settings.model:
+            raise errors.no_model()
+        client = self._get_client()  # importing the SDK is not part of the answer's time
+        budget = Budget(self.settings.deadline_s, cancel)
         sent: list[str] = []
-        number = retries_used = 0
-        while True:
-            number += 1
-            started = time.monotonic()
-            state = _State()
-            think = _ThinkFilter()
-            try:
-                with self._request(messages, stream=True) as sdk_stream:
-                    for event in sdk_stream:
-                        text = think.feed(self._delta(event, state))
-                        if text:
-                            sent.append(text)
-                            yield text
-                        if cancel is not None and cancel.is_set():
-                            raise self._cancelled("".join(sent), number)
-                tail = think.flush()
+        reader = StreamReader(self.settings.api)
+        try:
+            sdk_stream = self._open(client, messages, budget, stream=True)
+            with sdk_stream, Watchdog(sdk_stream.response, budget):
+                for event in sdk_stream:
+                    text = reader.feed(event)
+                    if text:
+                        sent.append(text)
+                        yield text
+                    budget.check()
+                tail = reader.flush()
                 if tail:
                     sent.append(tail)
                     yield tail
-                if not state.finished:
-                    raise _EndedEarly()
-            except GenerationError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - classified below; unknown ones re-raised
-                retry = self._after_failure(
-                    exc,
-                    number=number,
-                    retries_used=retries_used,
-                    started=started,
-                    partial="".join(sent),
-                    cancel=cancel,
-                )
-                retries_used += int(retry)
-                continue
-            elapsed = (time.monotonic() - started) * 1000
-            if not "".join(sent).strip():
-                err = self._empty(state.finish_reason, number)
-                self._report(Attempt(number, max_attempts, False, "empty", None, None, elapsed, err.message, state.finish_reason))
-                raise err
-            self._report(Attempt(number, max_attempts, True, None, None, None, elapsed, "ok", state.finish_reason))
-            return
+            if not reader.finished:
+                budget.check()  # the watchdog's shutdown may look like an early end
+                raise EndedEarly()
+        except Exception as exc:  # noqa: BLE001 - classified; a bug is re-raised by classify
+            raise self._failure(exc, "".join(sent), budget) from None
+        if not "".join(sent).strip():
+            raise errors.empty(reader.finish_reason, self._ctx)
 
     def complete(self, messages: list[dict], *, cancel: threading.Event | None = None) -> str:
         """The whole answer in one non-streaming request. Raises :class:`GenerationError`."""
-        self._require_model()
-        max_attempts = 1 + max(0, self.settings.max_retries)
-        number = retries_used = 0
-        while True:
-            number += 1
-            started = time.monotonic()
-            if cancel is not None and cancel.is_set():
-                raise self._cancelled("", number)
-            try:
-                raw, finish = self._full_text(self._request(messages, stream=False))
-            except GenerationError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                retry = self._after_failure(
-                    exc, number=number, retries_used=retries_used, started=started, partial="", cancel=cancel
-                )
-                retries_used += int(retry)
-                continue
-            think = _ThinkFilter()
-            text = think.feed(raw) + think.flush()
-            elapsed = (time.monotonic() - started) * 1000
-            if not text.strip():
-                err = self._empty(finish, number)
-                self._report(Attempt(number, max_attempts, False, "empty", None, None, elapsed, err.message, finish))
-                raise err
-            self._report(Attempt(number, max_attempts, True, None, None, None, elapsed, "ok", finish))
-            return text
+        if not self.settings.model:
+            raise errors.no_model()
+        client = self._get_client()
+        budget = Budget(self.settings.deadline_s, cancel)
+        try:
+            text, finish = full_text(self._open(client, messages, budget, stream=False), self.settings.api)
+        except Exception as exc:  # noqa: BLE001 - classified; a bug is re-raised by classify
+            raise self._failure(exc, "", budget) from None
+        if not text.strip():
+            raise errors.empty(finish, self._ctx)
+        return text
 
     def check_connection(self) -> tuple[bool, str]:
         """Is the endpoint reachable, is the key accepted, is the model served?
@@ -756,28 +213,16 @@ class OpenAIGenerator:
                 "No LLM is configured: set RAGCORE_LLM_MODEL (and OPENAI_BASE_URL for a local server). "
                 "The extractive composer answers without one."
             )
-        import openai
-
-        url, model = self.display_url, self.settings.model
         timeout = min(self.settings.timeout_s, CHECK_TIMEOUT_CAP_S)
-        listed: list[str] | None = None
-        try:
-            page = self._get_client().models.list(timeout=timeout)
-            listed = [str(getattr(m, "id", "")) for m in getattr(page, "data", []) or []]
-        except openai.APIStatusError as exc:
-            if exc.status_code not in (404, 405, 501):
-                err, _ = self._classify(exc)
-                return False, err.message
-        except Exception as exc:  # noqa: BLE001
-            try:
-                err, _ = self._classify(exc)
-            except Exception:  # noqa: BLE001
-                return False, f"Could not check the LLM endpoint at {url} ({type(exc).__name__})."
-            return False, err.message
+        client = self._get_client().with_options(timeout=timeout, max_retries=0)
+        listed, problem = self._list_models(client)
+        if problem:
+            return False, problem
+        url, model = self.display_url, self.settings.model
         if listed is not None and model in listed:
             return True, f"Connected to {url}; model '{model}' is available ({len(listed)} model(s) listed)."
         try:
-            probe = self._probe(timeout)
+            probe = self._probe(client, timeout)
         except GenerationError as err:
             if listed:
                 names = ", ".join(listed[:5]) + (" …" if len(listed) > 5 else "")
@@ -787,17 +232,54 @@ class OpenAIGenerator:
             return True, f"Connected to {url}; model '{model}' answered ({probe}; the server has no model list)."
         return True, f"Connected to {url}; model '{model}' answered ({probe}), though the server does not list it."
 
-    def _probe(self, timeout: float) -> str:
-        messages = [{"role": "user", "content": "Reply with the word OK."}]
-        for _ in range(3):  # room for the two parameter adaptations
+    def _list_models(self, client: Any) -> tuple[list[str] | None, str | None]:
+        """The served model ids (None: the server has no list) or a problem to report."""
+        import openai
+
+        try:
+            page = client.models.list()
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405, 501):
+                return None, None
+            return None, errors.classify(exc, self._ctx).message
+        except Exception as exc:  # noqa: BLE001
             try:
-                client = self._get_client().with_options(timeout=timeout)
-                resp = self._request(messages, stream=False, max_tokens=16, client=client)
-                text, _ = self._full_text(resp)
-                return "a test completion worked" if text.strip() else "a test completion came back empty"
-            except Exception as exc:  # noqa: BLE001
-                err, _ = self._classify(exc)
-                if self._adapt(exc, err):
-                    continue
-                raise err from None
-        raise GenerationError("bad_request", f"The LLM endpoint at {self.display_url} rejected a test completion.")
+                return None, errors.classify(exc, self._ctx).message
+            except Exception:  # noqa: BLE001 - not an endpoint failure: still no traceback here
+                return None, f"Could not check the LLM endpoint at {self.display_url} ({type(exc).__name__})."
+        return [str(getattr(m, "id", "")) for m in getattr(page, "data", []) or []], None
+
+    def _probe(self, client: Any, timeout: float) -> str:
+        messages = [{"role": "user", "content": "Reply with the word OK."}]
+        budget = Budget(timeout * 3)  # room for the two parameter adaptations
+        try:
+            reply = self._open(client, messages, budget, stream=False, max_tokens=16)
+            text, _ = full_text(reply, self.settings.api)
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc, "", budget) from None
+        return "a test completion worked" if text.strip() else "a test completion came back empty"
+
+
+def _url_auth(url: str) -> tuple[str, str] | None:
+    """(user, password) from ``http://user:password@host/...``, or None."""
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return None
+    if user is None and password is None:
+        return None
+    return unquote(user or ""), unquote(password or "")
+
+
+def _no_retry_on_quota(response: Any) -> None:
+    """httpx response hook: a 429 for an exhausted quota will not pass by waiting, so tell
+    the SDK not to retry it (through the ``x-should-retry`` header it obeys)."""
+    if response.status_code != 429 or "x-should-retry" in response.headers:
+        return
+    try:
+        response.read()
+        if errors.is_quota(response.text):
+            response.headers["x-should-retry"] = "false"
+    except Exception:  # noqa: BLE001 - an unreadable body: leave the decision to the SDK
+        pass

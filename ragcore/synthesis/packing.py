@@ -28,11 +28,11 @@ import logging
 import os
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..types import Evidence
+from .packed import PackedContext  # re-exported: callers import it from here
 from .prompts import SYSTEM_PROMPT, SELECTION_PRIMARY_NOTE, evidence_block, user_prompt
 
 log = logging.getLogger(__name__)
@@ -43,19 +43,6 @@ _MIN_TEXT_TOKENS = 16
 
 _lock = threading.Lock()
 _encoding: Any = None  # tiktoken.Encoding once loaded; False if it could not be loaded
-
-
-@dataclass(frozen=True)
-class PackedContext:
-    evidence: tuple[Evidence, ...]  # what goes into the prompt, in rank order
-    dropped: tuple[int, ...]  # evidence n left out for the budget
-    truncated: tuple[int, ...]  # evidence n whose text was cut
-    tokens: int  # tokens of the evidence blocks that were kept
-    budget: int
-
-    @property
-    def numbers(self) -> tuple[int, ...]:
-        return tuple(e.n for e in self.evidence)
 
 
 # --------------------------------------------------------------------------- tokens
@@ -195,69 +182,86 @@ def pack_evidence(
     items = list(evidence)
     if not items:
         return PackedContext((), (), (), 0, budget_tokens)
+    packer = _Packer(items, budget_tokens, max_chunk_tokens)
+    if sum(packer.cost) <= budget_tokens:
+        return PackedContext(tuple(items), (), (), sum(packer.cost), budget_tokens)
+    packer.drop_lowest()
+    packer.cap_long()
+    packer.cut_to_fit()
+    return packer.result()
 
-    n = len(items)
-    cost = [count_tokens(evidence_block(e)) for e in items]
-    overhead = [count_tokens(evidence_block(_with_text(e, ""))) for e in items]
-    if sum(cost) <= budget_tokens:
-        return PackedContext(tuple(items), (), (), sum(cost), budget_tokens)
 
-    def capped(i: int) -> int:
-        return min(cost[i], overhead[i] + max_chunk_tokens + count_tokens(TRUNCATION_MARK))
+class _Packer:
+    """The state of one packing: which items are kept, their (possibly cut) text and cost."""
 
-    # 2. drop lowest-ranked first: corpus evidence, then selection; keep at least one
-    drop_order = [i for i in reversed(range(n)) if items[i].origin != "selection"]
-    drop_order += [i for i in reversed(range(n)) if items[i].origin == "selection"]
-    kept = set(range(n))
-    dropped: list[int] = []
-    for i in drop_order:
-        if len(kept) == 1 or sum(capped(j) for j in kept) <= budget_tokens:
-            break
-        kept.remove(i)
-        dropped.append(i)
+    def __init__(self, items: list[Evidence], budget: int, max_chunk_tokens: int) -> None:
+        self.items, self.budget = items, budget
+        self.cost = [count_tokens(evidence_block(e)) for e in items]
+        self.overhead = [count_tokens(evidence_block(_with_text(e, ""))) for e in items]
+        mark = count_tokens(TRUNCATION_MARK)
+        self.capped = [min(c, o + max_chunk_tokens + mark) for c, o in zip(self.cost, self.overhead)]
+        self.kept = set(range(len(items)))
+        self.dropped: list[int] = []
+        self.out: dict[int, Evidence] = {}
+        self.cur: dict[int, int] = {}
+        self.truncated: set[int] = set()
 
-    # 3. cap the longest over-long chunks, only as far as needed
-    out = {i: items[i] for i in kept}
-    cur = {i: cost[i] for i in kept}
-    truncated: set[int] = set()
+    def drop_lowest(self) -> None:
+        """Rule 2: drop lowest-ranked first (corpus, then selection), keeping at least one."""
+        n = len(self.items)
+        order = [i for i in reversed(range(n)) if self.items[i].origin != "selection"]
+        order += [i for i in reversed(range(n)) if self.items[i].origin == "selection"]
+        for i in order:
+            if len(self.kept) == 1 or sum(self.capped[j] for j in self.kept) <= self.budget:
+                break
+            self.kept.remove(i)
+            self.dropped.append(i)
+        self.out = {i: self.items[i] for i in self.kept}
+        self.cur = {i: self.cost[i] for i in self.kept}
 
-    def cut(i: int, target_cost: int) -> None:
-        text_tokens = max(_MIN_TEXT_TOKENS, target_cost - overhead[i])
+    def cap_long(self) -> None:
+        """Rule 3: cap the longest over-long chunks, only as far as needed."""
+        for i in sorted(self.kept, key=lambda j: -self.cost[j]):
+            total = sum(self.cur.values())
+            if total <= self.budget:
+                break
+            if self.cost[i] <= self.capped[i]:
+                continue  # not over-long
+            room = self.budget - (total - self.cur[i])
+            self.cut(i, max(self.capped[i], room))
+
+    def cut_to_fit(self) -> None:
+        """Rule 4: still too long (one chunk, or the caps were not enough): cut the lowest-ranked."""
+        for i in sorted(self.kept, reverse=True):
+            total = sum(self.cur.values())
+            if total <= self.budget:
+                break
+            room = self.budget - (total - self.cur[i])
+            floor = self.overhead[i] + _MIN_TEXT_TOKENS
+            if room < floor and len(self.kept) > 1 and i != min(self.kept):
+                continue
+            self.cut(i, max(room, floor))
+
+    def cut(self, i: int, target_cost: int) -> None:
+        text_tokens = max(_MIN_TEXT_TOKENS, target_cost - self.overhead[i])
         for _ in range(4):  # tokens do not add up exactly across a cut: shave until it fits
-            e = _with_text(items[i], truncate_to_tokens(items[i].chunk.text, text_tokens))
+            e = _with_text(self.items[i], truncate_to_tokens(self.items[i].chunk.text, text_tokens))
             c = count_tokens(evidence_block(e))
             if c <= target_cost or text_tokens <= _MIN_TEXT_TOKENS:
                 break
             text_tokens = max(_MIN_TEXT_TOKENS, text_tokens - (c - target_cost))
-        out[i], cur[i] = e, c
-        truncated.add(i)
+        self.out[i], self.cur[i] = e, c
+        self.truncated.add(i)
 
-    for i in sorted(kept, key=lambda j: -cost[j]):
-        total = sum(cur.values())
-        if total <= budget_tokens:
-            break
-        if cost[i] <= capped(i):
-            continue  # not over-long
-        room = budget_tokens - (total - cur[i])
-        cut(i, max(capped(i), room))
-
-    # 4. still too long (one chunk, or the caps were not enough): cut the lowest-ranked kept
-    for i in sorted(kept, reverse=True):
-        total = sum(cur.values())
-        if total <= budget_tokens:
-            break
-        room = budget_tokens - (total - cur[i])
-        if room < overhead[i] + _MIN_TEXT_TOKENS and len(kept) > 1 and i != min(kept):
-            continue
-        cut(i, max(room, overhead[i] + _MIN_TEXT_TOKENS))
-
-    order = sorted(kept)
-    if dropped:
-        log.debug("packing dropped evidence %s for a budget of %d tokens", [items[i].n for i in dropped], budget_tokens)
-    return PackedContext(
-        evidence=tuple(out[i] for i in order),
-        dropped=tuple(items[i].n for i in sorted(dropped)),
-        truncated=tuple(items[i].n for i in order if i in truncated),
-        tokens=sum(cur[i] for i in order),
-        budget=budget_tokens,
-    )
+    def result(self) -> PackedContext:
+        order = sorted(self.kept)
+        if self.dropped:
+            dropped_n = [self.items[i].n for i in self.dropped]
+            log.debug("packing dropped evidence %s for a budget of %d tokens", dropped_n, self.budget)
+        return PackedContext(
+            evidence=tuple(self.out[i] for i in order),
+            dropped=tuple(self.items[i].n for i in sorted(self.dropped)),
+            truncated=tuple(self.items[i].n for i in order if i in self.truncated),
+            tokens=sum(self.cur[i] for i in order),
+            budget=self.budget,
+        )

@@ -15,12 +15,10 @@ document's own ``[7]``-style references are not mistaken for citation numbers (t
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..types import Evidence
-
-if TYPE_CHECKING:  # packing imports this module; the type is only needed for hints
-    from .packing import PackedContext
+from .packed import PackedContext
 
 SYSTEM_PROMPT = """\
 You answer questions about a document collection for an analyst. You are given numbered \
@@ -125,7 +123,7 @@ def _turns(history: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
-def system_prompt_for(packed: "PackedContext") -> str:
+def system_prompt_for(packed: PackedContext) -> str:
     origins = {e.origin for e in packed.evidence}
     if "selection" in origins and "corpus" in origins:
         return SYSTEM_PROMPT + "\n\n" + SELECTION_PRIMARY_NOTE
@@ -134,7 +132,7 @@ def system_prompt_for(packed: "PackedContext") -> str:
     return SYSTEM_PROMPT
 
 
-def user_prompt(question: str, packed: "PackedContext") -> str:
+def user_prompt(question: str, packed: PackedContext) -> str:
     if packed.evidence:
         blocks = "\n\n".join(evidence_block(e) for e in packed.evidence)
         numbers = ", ".join(f"[{e.n}]" for e in packed.evidence)
@@ -146,7 +144,7 @@ def user_prompt(question: str, packed: "PackedContext") -> str:
 
 def build_messages(
     question: str,
-    packed: "PackedContext",
+    packed: PackedContext,
     *,
     history: Sequence[tuple[str, str]] = (),
 ) -> list[dict]:

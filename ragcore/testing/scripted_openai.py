@@ -53,7 +53,7 @@ __all__ = [
     "Reply",
     "Recorded",
     "ScriptedOpenAIServer",
-        "unused_port",
+    "unused_port",
 ]
 
 
