@@ -19,6 +19,7 @@ from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
 from .events import EventFactory
 from .guardrails import is_hedged, route_question
+from .injection import defang_links, suspicious_evidence
 from .retrieval import HybridSearch
 from .stages import (
     NOTHING_TO_QUOTE, AskRequest, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
@@ -154,14 +155,17 @@ class Answerer:
     def validate(self, req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis) -> Checked:
         s = req.settings
         hedge = is_hedged if synthesis.model_written else None  # extractive sentences are the documents' own words
-        checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(synthesis.text, retrieved.evidence)
+        text = defang_links(synthesis.text) if synthesis.model_written else synthesis.text
+        checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
         notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []
-        if synthesis.model_written and s.llm.unsupported_policy == "extractive" and checked.validation.unsupported:
-            n = len(checked.validation.unsupported)
+        v = checked.validation
+        if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):
             composed = assessment.composed or self._composer(s).compose(retrieved.standalone, retrieved.evidence)
             checked = CitationChecker(self.r.scorer, exempt=exempt).check(composed.text, retrieved.evidence)
-            actions.append(f"replaced the LLM answer ({n} unsupported sentences) with the extractive answer")
+            actions.append(f"replaced the LLM answer ({len(v.unsupported)} unsupported, {len(v.injected)} relying on "
+                           "instruction-like evidence) with the extractive answer")
+        actions.extend(x.describe() + "; sentences citing it are flagged" for x in suspicious_evidence(retrieved.evidence))
         validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
         status = answer_status(assessment, synthesis, validation)
         citations = checked.citations if status != "abstained" else ()

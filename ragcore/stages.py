@@ -138,10 +138,11 @@ NOTHING_TO_QUOTE = "the evidence has no prose sentence to quote (only code or ta
 
 
 def answer_status(assessment: Assessment, synthesis: Synthesis, validation: Validation) -> Status:
-    """abstained · partial (a failure, or any sentence uncited or unsupported) · ok."""
+    """abstained · partial (a failure, or any sentence uncited, unsupported or relying on
+    instruction-like evidence) · ok."""
     if assessment.abstain_reason:
         return "abstained"
-    if synthesis.failure is not None or validation.unsupported or validation.uncited:
+    if synthesis.failure is not None or validation.unsupported or validation.uncited or validation.injected:
         return "partial"
     return "ok"
 

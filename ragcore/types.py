@@ -200,7 +200,8 @@ class SentenceCheck:
     text: str
     citations: tuple[int, ...]
     support: float  # 0..1
-    flags: tuple[Literal["uncited", "unsupported", "hedged"], ...] = ()
+    # injected: cites evidence that contains instruction-like text (see injection.py)
+    flags: tuple[Literal["uncited", "unsupported", "hedged", "injected"], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ class Validation:
     sentences: tuple[SentenceCheck, ...] = ()
     guardrail_actions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    suspicious_evidence: tuple[int, ...] = ()  # evidence numbers whose text looks like an instruction
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -221,6 +223,10 @@ class Validation:
     @property
     def hedged(self) -> tuple[str, ...]:
         return tuple(s.text for s in self.sentences if "hedged" in s.flags)
+
+    @property
+    def injected(self) -> tuple[str, ...]:
+        return tuple(s.text for s in self.sentences if "injected" in s.flags)
 
 
 @dataclass(frozen=True)
@@ -271,6 +277,7 @@ def to_jsonable(obj: Any) -> Any:
             out["unsupported"] = list(obj.unsupported)
             out["uncited"] = list(obj.uncited)
             out["hedged"] = list(obj.hedged)
+            out["injected"] = list(obj.injected)
         return out
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}

@@ -3,7 +3,9 @@
 It parses ``[n]`` markers (code untouched, see ``markers.py``), strips the ones that point at no
 evidence or are malformed (and records them), maps each citation to path + the lines that
 support it + section + page, scores each sentence's support by what it cites (``support.py``)
-and flags uncited, unsupported and hedged sentences.
+and flags uncited, unsupported and hedged sentences, and ``injected`` ones: a sentence that
+cites evidence holding instruction-like text, or that reads like an instruction itself
+(``injection.py``).
 
 It takes ragcore's :class:`~ragcore.types.Evidence` or LlamaIndex ``NodeWithScore``s (numbered
 by :class:`~ragcore.citations.numbering.CitationNumberer`, or by position), and checks a LlamaIndex
@@ -20,6 +22,7 @@ from typing import Callable, Sequence
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import NodeWithScore
 
+from ..injection import looks_like_instruction, suspicious_evidence
 from ..textutil import sentence_spans
 from ..types import Citation, Evidence, SentenceCheck, Validation, to_jsonable
 from .locate import make_citation
@@ -83,18 +86,22 @@ class CitationChecker:
         needed = sorted({n for ns in cited for n in ns})
         matrix = self.scorer.best(sentences, [by_n[n].chunk for n in needed]) if needed else [[] for _ in sentences]
         col = {n: j for j, n in enumerate(needed)}
+        suspicious = {s.n for s in suspicious_evidence(ev)}
         checks: list[SentenceCheck] = []
         matches_for_n: dict[int, list[SupportMatch]] = {}
         for i, (sent, ns) in enumerate(zip(sentences, cited)):
             found = [matrix[i][col[n]] for n in ns]
             for n, m in zip(ns, found):
                 matches_for_n.setdefault(n, []).append(m)
-            checks.append(self._sentence(sent, ns, max((m.score for m in found), default=0.0)))
+            checks.append(self._sentence(sent, ns, max((m.score for m in found), default=0.0), suspicious))
         citations = tuple(make_citation(by_n[n], matches_for_n.get(n, [])) for n in needed)
-        return CheckedAnswer(clean.strip(), citations, Validation(stripped=stripped, sentences=tuple(checks)))
+        validation = Validation(stripped=stripped, sentences=tuple(checks), suspicious_evidence=tuple(sorted(suspicious)))
+        return CheckedAnswer(clean.strip(), citations, validation)
 
-    def _sentence(self, sent: str, ns: list[int], support: float) -> SentenceCheck:
+    def _sentence(self, sent: str, ns: list[int], support: float, suspicious: set[int]) -> SentenceCheck:
         flags: list[str] = []
+        if suspicious.intersection(ns) or looks_like_instruction(sent):
+            flags.append("injected")
         if not ns and not (self.exempt and self.exempt(sent)):
             flags.append("uncited")
         elif ns and support < UNSUPPORTED_BELOW:
@@ -107,7 +114,8 @@ class CitationChecker:
         """A copy of ``response`` with the cleaned text and the verdict in ``metadata["citation_check"]``."""
         checked = self.check(response.response or "", response.source_nodes)
         verdict = to_jsonable({"citations": checked.citations, "validation": checked.validation})
-        verdict["ok"] = not (checked.validation.unsupported or checked.validation.uncited or checked.validation.stripped)
+        v = checked.validation
+        verdict["ok"] = not (v.unsupported or v.uncited or v.stripped or v.injected)
         return replace(response, response=checked.text, metadata={**(response.metadata or {}), "citation_check": verdict})
 
 

@@ -23,6 +23,7 @@ from typing import Generator, Sequence
 
 
 from ..embeddings import OnnxMiniLM
+from ..injection import looks_like_instruction
 from .base import Synthesis, SynthesisJob, word_pieces
 from ..store import embed_text
 from ..textutil import Span, content_terms, sentence_spans
@@ -60,8 +61,8 @@ class ExtractiveResult:
 
 
 def _usable(span: Span, section: tuple[str, ...]) -> bool:
-    if span.heading or span.text.rstrip(".:") in section:
-        return False
+    if span.heading or span.text.rstrip(".:") in section or looks_like_instruction(span.text):
+        return False  # headings are not answers; instruction-like text is never quoted as one
     words = span.text.split()
     if not 4 <= len(words) <= 90:
         return False
