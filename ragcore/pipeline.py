@@ -19,6 +19,7 @@ from .answering import Answerer, Resources
 from .citations import SupportScorer
 from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
+from .followup import resolve_offline
 from .ingest.pipeline import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from .retrieval import HybridRetriever, HybridSearch, apply_cuts
 from .stages import AskRequest, ContextMode, SelectionInput, selection_evidence
@@ -191,20 +192,19 @@ class Engine:
     # ------------------------------------------------------------------ helpers
 
     def _standalone(self, question: str, history: Sequence[tuple[str, str]], s: RagcoreSettings) -> str:
-        """A follow-up made standalone: condensed by the LLM when one is configured, else the
-        previous question's words carried over."""
+        """A follow-up made standalone: condensed by the LLM when one is configured and
+        ``conversation_turns`` > 0, else resolved offline from the previous question (followup.py)."""
         turns = list(history)[-s.conversation_turns :] if s.conversation_turns else []
-        if not turns:
-            return question
-        if s.llm.configured:
+        if turns and s.llm.configured:
             try:
                 from .synthesis.prompts import condense_messages
 
                 out = self._generator(s).complete(condense_messages(question, turns)).strip()
-                return out or question
+                if out:
+                    return out
             except Exception:
-                pass  # a failed condense must not fail the question; fall through
-        return f"{turns[-1][0]} {question}"
+                pass  # a failed condense must not fail the question; resolve it offline instead
+        return resolve_offline(question, list(history))
 
     def _generator(self, s: RagcoreSettings) -> Any:
         """One generator (and HTTP connection pool) per endpoint configuration."""
