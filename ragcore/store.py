@@ -12,11 +12,14 @@ same chunk twice is idempotent: that is what makes an interrupted ingest safe to
 
 from __future__ import annotations
 
+import fcntl
 import json
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -36,6 +39,9 @@ META_COLLECTION = "ragcore__meta"
 # its text and the model, so one entry serves every corpus, re-ingest and process.
 TOPICS_COLLECTION = "ragcore__topics"
 RESERVED_PREFIX = "ragcore__"
+# a second process (another `ragcore ask`, the app) waits this long for the embedded store
+LOCK_WAIT_S = 15.0
+LOCK_POLL_S = 0.1
 # payload keys of a chunk point (besides LlamaIndex's own _node_content / doc_id …)
 CHUNK_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section",
@@ -145,16 +151,18 @@ class Store:
             return QdrantClient(url=s.qdrant_url, api_key=s.qdrant_api_key, timeout=30)
         path = s.qdrant_path
         path.mkdir(parents=True, exist_ok=True)
-        try:
-            return QdrantClient(path=str(path))
-        except RuntimeError as exc:
-            if "already accessed" in str(exc):
-                raise StoreError(
-                    f"The embedded Qdrant folder {path} is open in another process (only one "
-                    "process may open it at a time). Close the other ragcore app or command, or "
-                    "set RAGCORE_QDRANT_URL to use a Qdrant server."
-                ) from exc
-            raise
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            # Embedded Qdrant takes its folder lock only after loading every collection, so
+            # retrying the client itself would reload the store each time: wait on the lock.
+            wait_for_folder_lock(path, deadline)
+            try:
+                return QdrantClient(path=str(path))
+            except RuntimeError as exc:
+                if "already accessed" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise StoreError(_busy_message(path)) from exc
 
     def close(self) -> None:
         if self._client is not None:
@@ -358,6 +366,30 @@ class Store:
             embedding_model=meta.get("embedding_model"),
             settings=meta.get("settings", {}),
         )
+
+
+def wait_for_folder_lock(path: Path, deadline: float) -> None:
+    """Return once no other process holds the embedded store's lock (or raise at ``deadline``)."""
+    lock = path / ".lock"
+    while lock.exists():
+        with open(lock, "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise StoreError(_busy_message(path)) from None
+                time.sleep(LOCK_POLL_S)
+                continue
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return
+
+
+def _busy_message(path: Path) -> str:
+    return (
+        f"The embedded Qdrant folder {path} is open in another process (only one process may open it at a time; "
+        f"waited {LOCK_WAIT_S:.0f} s). Close the other ragcore app or command, or share one store between "
+        "processes with a Qdrant server: set RAGCORE_QDRANT_URL (see README, 'Where data lives')."
+    )
 
 
 def _heading_id(text: str) -> str:
