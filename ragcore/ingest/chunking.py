@@ -32,6 +32,7 @@ from operator import attrgetter
 from typing import Iterator, Sequence
 
 from ragcore.config import RagcoreSettings
+from ragcore.textutil import normalize_ws
 from ragcore.types import Chunk, LoadedDocument, SourceLine
 
 __all__ = [
@@ -64,10 +65,6 @@ def chunk_id(path: str, start_line: int, end_line: int, text: str) -> str:
     """Stable id: the same span of the same text in the same file always gets the same id."""
     key = f"{path}\0{start_line}\0{end_line}\0{text}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-
-
-def normalize_ws(text: str) -> str:
-    return " ".join(text.split())
 
 
 def text_of_lines(doc: LoadedDocument, start: int, end: int, page: int | None = None) -> str:
