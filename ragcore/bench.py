@@ -14,13 +14,13 @@ import statistics
 import tempfile
 import time
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .config import RagcoreSettings
+from .store import utc_now
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "bench" / "results"
@@ -61,6 +61,15 @@ def _sample_files(corpus: Path, limit: int | None) -> list[Path]:
 # ------------------------------------------------------------------ ingest
 
 
+def _stage(corpus: Path, files: list[Path], staging: Path) -> Path:
+    """A copy of the sample, so both sides read exactly these files."""
+    for f in files:
+        dest = staging / f.relative_to(corpus)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(f.read_bytes())
+    return staging
+
+
 def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str, Any]:
     """Chunks/s of ``ragcore ingest`` vs LlamaIndex ``VectorStoreIndex.from_documents``.
 
@@ -76,11 +85,7 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
 
     files = _sample_files(corpus, limit)
     with tempfile.TemporaryDirectory() as tmp:
-        staging = Path(tmp) / "corpus"
-        for f in files:  # a flat copy of the sample, so both sides read exactly these files
-            dest = staging / f.relative_to(corpus)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(f.read_bytes())
+        staging = _stage(corpus, files, Path(tmp) / "corpus")
         encoder = OnnxMiniLM()
         encoder.encode(["warm up"])
 
@@ -116,14 +121,21 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
     base_cps = statistics.mean([base1["chunks_per_s"], base2["chunks_per_s"]])
     base_secs = statistics.mean([base1["seconds"], base2["seconds"]])
     payload = {
-        "bench": "ingest", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
+        "bench": "ingest", "when": utc_now(), "machine": _machine(),
         "corpus": str(corpus), "files": len(files), "ragcore": ours, "baseline_runs": [base1, base2],
         "ratio_chunks_per_s": round(ours["chunks_per_s"] / base_cps, 2),
         "ratio_wall_time": round(base_secs / ours["seconds"], 2),
         "settings": {"chunk_size_words": RagcoreSettings().chunk_size, "chunk_overlap_words": RagcoreSettings().chunk_overlap},
     }
-    summary = (
-        f"# bench ingest ({payload['when']})\n\n{len(files)} files of {corpus.name}.\n\n"
+    _write(results_dir, "ingest", payload, _ingest_summary(payload, corpus))
+    return payload
+
+
+def _ingest_summary(payload: dict[str, Any], corpus: Path) -> str:
+    base1, base2 = payload["baseline_runs"]
+    ours = payload["ragcore"]
+    return (
+        f"# bench ingest ({payload['when']})\n\n{payload['files']} files of {corpus.name}.\n\n"
         f"| run | chunks | seconds | chunks/s |\n|---|---|---|---|\n"
         f"| LlamaIndex VectorStoreIndex (before) | {base1['chunks']} | {base1['seconds']} | {base1['chunks_per_s']} |\n"
         f"| ragcore ingest | {ours['chunks']} | {ours['seconds']} | {ours['chunks_per_s']} |\n"
@@ -131,8 +143,6 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path) -> dict[str
         f"Throughput ratio (chunks/s, ragcore / baseline): **{payload['ratio_chunks_per_s']}x**; "
         f"wall-time ratio for the same files (baseline / ragcore): {payload['ratio_wall_time']}x."
     )
-    _write(results_dir, "ingest", payload, summary)
-    return payload
 
 
 # ------------------------------------------------------------------ query
@@ -179,11 +189,9 @@ def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> 
 def bench_query(source_collection: str, size: int, top_k: int, repeats: int, results_dir: Path, settings: RagcoreSettings) -> dict[str, Any]:
     """p50/p95 retrieval latency per mode at ``size`` chunks, vs a LlamaIndex VectorStoreIndex
     (in-memory, same vectors, same query encoder) and vs querying embedded Qdrant directly."""
-    from llama_index.core import VectorStoreIndex
-    from llama_index.core.schema import TextNode
-
-    from .embeddings import OnnxEmbedding, OnnxMiniLM
+    from .embeddings import OnnxMiniLM
     from .pipeline import Engine
+    from .retrieval.pools import server_pool
 
     encoder = OnnxMiniLM()
     src = Engine(settings, encoder=encoder)
@@ -196,18 +204,8 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
         n = _pad_collection(src, source_collection, eng, "bench", size)
         src.close()
         encoder.encode(questions)  # the query encoder's cache is not what we measure:
-        encoder._cache.clear()  # warm the session, then drop cached query vectors
-
-        def timed(fn: Callable[[str], Any]) -> list[float]:
-            out = []
-            for _ in range(repeats):
-                for q in questions:
-                    encoder._cache.clear()
-                    t0 = time.perf_counter()
-                    fn(q)
-                    out.append((time.perf_counter() - t0) * 1e3)
-            return out
-
+        encoder.clear_cache()  # warm the session, then drop cached query vectors
+        timed = _timer(encoder, questions, repeats)
         t0 = time.perf_counter()
         eng.retriever.index("bench")
         index_load_s = time.perf_counter() - t0
@@ -221,35 +219,64 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
 
         def qdrant_direct(q: str) -> None:
             qv = encoder.encode([q])[0]
-            eng.retriever._pool_server("bench", qv, eng.retriever.bm25.encode_query(q), s_h)
+            server_pool(eng.store.client, "bench", qv, eng.retriever.bm25.encode_query(q), s_h)
 
         direct = _pcts(timed(qdrant_direct)[: max(20, len(questions) // 2)])
 
-        # LlamaIndex baseline: VectorStoreIndex over the same vectors, default in-memory store
-        data = eng.store.load("bench")
-        nodes = [TextNode(id_=c.chunk_id, text=c.text, embedding=v.tolist()) for c, v in zip(data.chunks, data.dense)]
-        index = VectorStoreIndex(nodes, embed_model=OnnxEmbedding(encoder))
-        retriever = index.as_retriever(similarity_top_k=top_k)
+        retriever = _llamaindex_retriever(eng, encoder, top_k)
         baseline = _pcts(timed(lambda q: retriever.retrieve(q)))
         eng.close()
 
     payload = {
-        "bench": "query", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
+        "bench": "query", "when": utc_now(), "machine": _machine(),
         "chunks": n, "source_collection": source_collection, "queries": len(questions), "repeats": repeats,
         "top_k": top_k, "index_load_s": round(index_load_s, 2), "ragcore": modes,
         "embedded_qdrant_direct_hybrid": direct, "baseline_llamaindex_dense": baseline,
         "ratio_hybrid_p95_vs_baseline_dense_p95": round(modes["hybrid"]["p95_ms"] / baseline["p95_ms"], 2),
     }
-    rows = "\n".join(f"| ragcore {m} | {v['p50_ms']} | {v['p95_ms']} |" for m, v in modes.items())
-    summary = (
-        f"# bench query ({payload['when']})\n\n{n} chunks, {len(questions)} questions × {repeats}, top-k {top_k}; "
+    _write(results_dir, "query", payload, _query_summary(payload))
+    return payload
+
+
+def _timer(encoder, questions: list[str], repeats: int) -> Callable[[Callable[[str], Any]], list[float]]:
+    """A function that times ``fn(q)`` for every question, ``repeats`` times, with the query
+    encoder's vector cache emptied before each call (the cache is not what is measured)."""
+    def timed(fn: Callable[[str], Any]) -> list[float]:
+        out = []
+        for _ in range(repeats):
+            for q in questions:
+                encoder.clear_cache()
+                t0 = time.perf_counter()
+                fn(q)
+                out.append((time.perf_counter() - t0) * 1e3)
+        return out
+
+    return timed
+
+
+def _llamaindex_retriever(eng, encoder, top_k: int):
+    """The baseline: a LlamaIndex VectorStoreIndex over the same vectors, default in-memory store."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    from .embeddings import OnnxEmbedding
+
+    data = eng.store.load("bench")
+    nodes = [TextNode(id_=c.chunk_id, text=c.text, embedding=v.tolist()) for c, v in zip(data.chunks, data.dense)]
+    return VectorStoreIndex(nodes, embed_model=OnnxEmbedding(encoder)).as_retriever(similarity_top_k=top_k)
+
+
+def _query_summary(payload: dict[str, Any]) -> str:
+    rows = "\n".join(f"| ragcore {m} | {v['p50_ms']} | {v['p95_ms']} |" for m, v in payload["ragcore"].items())
+    baseline, direct = payload["baseline_llamaindex_dense"], payload["embedded_qdrant_direct_hybrid"]
+    return (
+        f"# bench query ({payload['when']})\n\n{payload['chunks']} chunks, {payload['queries']} questions × "
+        f"{payload['repeats']}, top-k {payload['top_k']}; "
         f"latency includes embedding the question.\n\n| run | p50 ms | p95 ms |\n|---|---|---|\n{rows}\n"
         f"| LlamaIndex VectorStoreIndex (dense, in memory) | {baseline['p50_ms']} | {baseline['p95_ms']} |\n"
         f"| embedded Qdrant queried directly (hybrid) | {direct['p50_ms']} | {direct['p95_ms']} |\n\n"
         f"Loading the in-process index once per corpus version: {payload['index_load_s']} s."
     )
-    _write(results_dir, "query", payload, summary)
-    return payload
 
 
 # ------------------------------------------------------------------ answer
@@ -280,7 +307,8 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
         n = _pad_collection(src, source_collection, eng, "bench", size)
         src.close()
         llm = LlmSettings(base_url=server.base_url, api_key="bench", model="scripted", timeout_s=30, max_retries=0)
-        s = eng.settings.with_(collection="bench", llm=llm, abstain_bar=-1.0)  # always call the LLM
+        # always call the LLM: a bar of 0 is below any support score these questions reach
+        s = eng.settings.with_(collection="bench", llm=llm, abstain_bar=0.0)
         eng.retriever.index("bench")
         encoder.encode(questions)
         to_sources: list[float] = []
@@ -290,48 +318,58 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
         msgs = [{"role": "user", "content": "x"}]
         for r in range(repeats + 1):  # the first round warms up and is not counted
             for q in questions:
-                encoder._cache.clear()
+                encoder.clear_cache()
                 server.script([Text(pieces)])
                 t0 = time.perf_counter()
-                first = last = None
-                for ev in eng.stream(q, settings=s):
-                    now = time.perf_counter()
-                    if ev.type == "sources" and r:
-                        to_sources.append((now - t0) * 1e3)
-                    elif ev.type == "token":
-                        first = first or now
-                        last = now
+                sources, first, last = _timeline(eng.stream(q, settings=s))
+                if r and sources:
+                    to_sources.append((sources - t0) * 1e3)
                 if r and first and last:
                     engine_stream.append((last - first) * 1e3)
                 server.script([Text(pieces)])
-                first = last = None
-                for _ in gen.stream(msgs):
-                    now = time.perf_counter()
-                    first = first or now
-                    last = now
+                _, first, last = _timeline(gen.stream(msgs))
                 if r and first and last:
                     raw_stream.append((last - first) * 1e3)
         gen.close()
         eng.close()
     overhead = (statistics.median(engine_stream) - statistics.median(raw_stream)) / (tokens - 1)
     payload = {
-        "bench": "answer", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": _machine(),
+        "bench": "answer", "when": utc_now(), "machine": _machine(),
         "chunks": n, "questions": len(questions), "repeats": repeats, "tokens_per_answer": tokens,
         "time_to_sources": _pcts(to_sources),
         "token_stream_engine_ms": _pcts(engine_stream), "token_stream_raw_sdk_ms": _pcts(raw_stream),
         "ragcore_overhead_ms_per_token": round(overhead, 4),
     }
-    summary = (
-        f"# bench answer ({payload['when']})\n\n{n} chunks, {len(questions)} questions × {repeats}, "
-        f"{tokens}-token answers from the scripted OpenAI-protocol server on 127.0.0.1.\n\n"
+    _write(results_dir, "answer", payload, _answer_summary(payload))
+    return payload
+
+
+def _timeline(items: Any) -> tuple[float | None, float | None, float | None]:
+    """When the ``sources`` event, the first and the last token arrived (perf_counter seconds);
+    plain text pieces (the SDK's stream) count as tokens."""
+    sources = first = last = None
+    for item in items:
+        now = time.perf_counter()
+        kind = getattr(item, "type", "token")
+        if kind == "sources":
+            sources = now
+        elif kind == "token":
+            first = first or now
+            last = now
+    return sources, first, last
+
+
+def _answer_summary(payload: dict[str, Any]) -> str:
+    return (
+        f"# bench answer ({payload['when']})\n\n{payload['chunks']} chunks, {payload['questions']} questions × "
+        f"{payload['repeats']}, {payload['tokens_per_answer']}-token answers from the scripted OpenAI-protocol "
+        f"server on 127.0.0.1.\n\n"
         f"| measure | p50 | p95 |\n|---|---|---|\n"
         f"| request → `sources` event (ms) | {payload['time_to_sources']['p50_ms']} | {payload['time_to_sources']['p95_ms']} |\n"
         f"| first → last token through Engine.stream (ms) | {payload['token_stream_engine_ms']['p50_ms']} | {payload['token_stream_engine_ms']['p95_ms']} |\n"
         f"| first → last token straight from the SDK (ms) | {payload['token_stream_raw_sdk_ms']['p50_ms']} | {payload['token_stream_raw_sdk_ms']['p95_ms']} |\n\n"
         f"ragcore's own time per streamed token (median difference / tokens): **{payload['ragcore_overhead_ms_per_token']} ms**."
     )
-    _write(results_dir, "answer", payload, summary)
-    return payload
 
 
 # ------------------------------------------------------------------ CLI
@@ -368,16 +406,16 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from .cli import _settings
+    from .cli_common import settings_from_args
 
-    out = bench_query(args.collection, args.size, args.top_k, args.repeats, args.results, _settings(args))
+    out = bench_query(args.collection, args.size, args.top_k, args.repeats, args.results, settings_from_args(args))
     print((args.results / "query.md").read_text())
     return 0 if out else 1
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
-    from .cli import _settings
+    from .cli_common import settings_from_args
 
-    out = bench_answer(args.collection, args.size, args.tokens, args.repeats, args.results, _settings(args))
+    out = bench_answer(args.collection, args.size, args.tokens, args.repeats, args.results, settings_from_args(args))
     print((args.results / "answer.md").read_text())
     return 0 if out else 1

@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from .config import RagcoreSettings
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    over: dict[str, Any] = {}
-    for key in ("top_k", "threshold", "retrieval_mode", "collection", "chunk_size", "chunk_overlap", "fusion", "rrf_k", "data_dir"):
-        val = getattr(args, key, None)
-        if val is not None:
-            over[key] = Path(val) if key == "data_dir" else val
-    if getattr(args, "path_filter", None):
-        over["path_filter"] = args.path_filter
-    from .synthesis.llm_config import resolve_llm_settings
-
-    return RagcoreSettings.from_env(llm=resolve_llm_settings(), **over)
+from .cli_common import UsageError, attach_negative_values, dump_json, settings_from_args, term_safe
+from .config import ConfigError, RagcoreSettings
+from .redact import redact_url
 
 
 def _engine(settings: RagcoreSettings):
@@ -36,39 +24,39 @@ def _engine(settings: RagcoreSettings):
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    s = _settings(args)
+    s = settings_from_args(args)
     engine = _engine(s)
     bar = tqdm(total=0, unit="file", disable=args.quiet or not sys.stderr.isatty() and not args.progress, file=sys.stderr)
 
     def progress(done: int, total: int, path: str) -> None:
         bar.total = total
         bar.n = done
-        bar.set_postfix_str(path[-40:], refresh=False)
+        bar.set_postfix_str(term_safe(path[-40:]), refresh=False)
         bar.refresh()
 
     try:
         report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress)
     except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
     finally:
         bar.close()
     if args.json:
         from .types import to_jsonable
 
-        print(json.dumps(to_jsonable(report), indent=2))
+        print(dump_json(to_jsonable(report)))
         return 0
     counts = report.summary()
     chunks = sum(o.chunks for o in report.outcomes if o.status in ("added", "updated", "unchanged"))
     print(
-        f"collection {report.collection}: {counts['added']} added, {counts['updated']} updated, "
+        f"collection {term_safe(report.collection)}: {counts['added']} added, {counts['updated']} updated, "
         f"{counts['unchanged']} unchanged, {counts['removed']} removed, {counts['failed']} failed "
         f"— {report.chunks_written} chunks written, {chunks} chunks in the collection's current files, "
         f"{report.seconds:.1f} s"
     )
     print(f"corpus version {report.corpus_version}, built {report.built_at}")
     for o in report.failed:
-        print(f"  skipped {o.path}: {o.reason}")
+        print(f"  skipped {term_safe(o.path)}: {term_safe(o.reason)}")
     return 0
 
 
@@ -81,21 +69,55 @@ def _read_selection(args: argparse.Namespace):
     if args.selection:
         return SelectionInput(args.selection, "(selection)")
     if args.selection_file:
-        spec = args.selection_file
-        path, _, rng = spec.partition(":")
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-        start, end = 1, len(lines)
-        if rng:
-            a, _, b = rng.partition("-")
-            start, end = int(a), int(b or a)
+        path, lines, (start, end) = read_selection_file(args.selection_file)
         return SelectionInput("\n".join(lines[start - 1 : end]), path, start)
     return None
 
 
+def read_selection_file(spec: str) -> tuple[str, list[str], tuple[int, int]]:
+    """``FILE[:START-END]`` → (file, its lines, the 1-based inclusive range); UsageError
+    naming the option and the value for a missing or non-UTF-8 file or a bad range."""
+    path, rng = spec, ""
+    if not Path(spec).is_file() and ":" in spec:  # a file name may itself contain ":"
+        path, _, rng = spec.rpartition(":")
+    shown = f"--selection-file={term_safe(spec)}"
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such file {term_safe(path)!r}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{shown}: {term_safe(path)!r} is a folder, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{shown}: the file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                         f"{exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read {term_safe(path)!r} ({exc.strerror or type(exc).__name__})") from None
+    lines = text.splitlines()
+    return path, lines, _line_range(shown, rng, len(lines))
+
+
+def _whole(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
+    if not rng.strip():
+        return 1, max(n, 1)
+    a, dash, b = (part.strip() for part in rng.partition("-"))
+    allowed = (f"the line range must be LINE or START-END, whole numbers from 1 to {n} (the file's last line) "
+               f"with START ≤ END")
+    if not _whole(a) or (dash and not _whole(b)):
+        raise UsageError(f"{shown} is not allowed: {allowed}")
+    start, end = int(a), int(b) if dash else int(a)
+    if not 1 <= start <= end <= n:
+        raise UsageError(f"{shown} is not allowed: {allowed}")
+    return start, end
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
-    s = _settings(args)
+    s = settings_from_args(args)
+    selection = _read_selection(args)  # a bad file or range fails before any model loads
     engine = _engine(s)
-    selection = _read_selection(args)
     context = args.context or ("both" if selection is not None else "corpus")
     stream = engine.stream(args.question, context=context, selection=selection)
     answer = None
@@ -103,7 +125,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     try:
         for ev in stream:
             if ev.type == "token" and args.stream and not args.json:
-                print(ev.data["text"], end="", flush=True)
+                print(term_safe(ev.data["text"], keep="\n\t"), end="", flush=True)
                 streamed = True
             elif ev.type == "done":
                 answer = ev.data["answer"]
@@ -113,7 +135,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 130
     assert answer is not None
     if args.json:
-        print(answer.to_json())
+        print(dump_json(answer.to_dict()))
         return 0 if answer.status != "error" else 1
     if streamed:
         print("\n")
@@ -122,28 +144,23 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def render_answer(answer, *, include_text: bool = True) -> str:
+    """The answer as the terminal shows it; corpus-derived text cannot carry control characters."""
     from .answerability import describe
 
     out: list[str] = []
     if answer.status == "error":
-        return f"error: {answer.error_message}"
+        return f"error: {term_safe(answer.error_message)}"
     if include_text:
         out += [answer.answer, ""]
     if answer.error_message:
         out.append(f"note: {answer.error_message}")
     if answer.citations:
         out.append("Sources:")
-        for c in answer.citations:
-            where = f"{c.path}:{c.start_line}-{c.end_line}"
-            if c.page is not None:
-                where += f" (page {c.page})"
-            sec = f" § {' › '.join(c.section)}" if c.section else ""
-            score = f"{c.score_kind} {c.retrieval_score:.3f}, " if c.retrieval_score is not None else ""
-            out.append(f"  [{c.n}] {where}{sec}  ({score}support {c.support:.2f})")
+        out += [_source_line(c) for c in answer.citations]
     v = answer.validation
     for label, items in (("unsupported", v.unsupported), ("uncited", v.uncited), ("hedged", v.hedged), ("stripped", v.stripped)):
         if items:
-            out.append(f"{label}: {len(items)} — " + "; ".join(i[:80] for i in items))
+            out.append(f"{label}: {len(items)} — " + "; ".join(term_safe(i[:80]) for i in items))
     for action in v.guardrail_actions:
         out.append(f"guardrail: {action}")
     m = answer.metadata
@@ -152,31 +169,42 @@ def render_answer(answer, *, include_text: bool = True) -> str:
         out.append(f"answered: {describe(m['support'], float(bar['value']))}; bar {bar['source']}")
     lat = m.get("latency_ms", {})
     out.append(
-        f"status {answer.status} · {m.get('generator')} · {m.get('context')} · collection {m.get('collection')} "
+        f"status {answer.status} · {m.get('generator')} · {m.get('context')} · collection {term_safe(m.get('collection'))} "
         f"v{m.get('corpus_version')} · {m.get('chunks_used')} of {m.get('chunks_retrieved')} chunks used · "
         f"{lat.get('total', 0):.0f} ms"
     )
-    return "\n".join(out)
+    return term_safe("\n".join(out), keep="\n\t")
+
+
+def _source_line(c) -> str:
+    where = f"{term_safe(c.path)}:{c.start_line}-{c.end_line}"
+    if c.page is not None:
+        where += f" (page {c.page})"
+    sec = f" § {' › '.join(term_safe(s) for s in c.section)}" if c.section else ""
+    score = f"{c.score_kind} {c.retrieval_score:.3f}, " if c.retrieval_score is not None else ""
+    return f"  [{c.n}] {where}{sec}  ({score}support {c.support:.2f})"
 
 
 # ------------------------------------------------------------------ collections
 
 
 def cmd_collections(args: argparse.Namespace) -> int:
-    s = _settings(args)
+    s = settings_from_args(args)
     engine = _engine(s)
     infos = engine.collections()
     if args.json:
         from .types import to_jsonable
 
-        print(json.dumps(to_jsonable(infos), indent=2))
+        print(dump_json(to_jsonable(infos)))
         return 0
     if not infos:
-        print(f"no collections under {s.qdrant_url or s.qdrant_path}; create one with: ragcore ingest PATH --collection NAME")
+        where = redact_url(s.qdrant_url) or s.qdrant_path
+        print(f"no collections under {term_safe(where)}; create one with: ragcore ingest PATH --collection NAME")
         return 0
     print(f"{'collection':<20} {'documents':>9} {'chunks':>7}  {'corpus version':<16}  built at")
     for i in infos:
-        print(f"{i.name:<20} {i.documents:>9} {i.chunks:>7}  {i.corpus_version or '-':<16}  {i.built_at or '-'}")
+        print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
+              f"{term_safe(i.built_at or '-')}")
     return 0
 
 
@@ -191,8 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="ingest files or folders into a collection (incremental)")
     ing.add_argument("paths", nargs="+")
     ing.add_argument("--collection", "-c")
-    ing.add_argument("--chunk-size", type=int, dest="chunk_size")
-    ing.add_argument("--chunk-overlap", type=int, dest="chunk_overlap")
+    ing.add_argument("--chunk-size", dest="chunk_size", help="words per chunk (an integer ≥ 1)")
+    ing.add_argument("--chunk-overlap", dest="chunk_overlap", help="words shared by neighbouring chunks (0 ≤ N < chunk size)")
     ing.add_argument("--no-prune", action="store_true", help="keep documents that are not in PATHS any more")
     ing.add_argument("--json", action="store_true", help="print the ingest report as JSON")
     ing.add_argument("--quiet", "-q", action="store_true")
@@ -202,11 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="ask a question")
     ask.add_argument("question")
     ask.add_argument("--collection", "-c")
-    ask.add_argument("--top-k", type=int, dest="top_k")
-    ask.add_argument("--threshold", type=float, help="minimum cosine similarity (0-1) a chunk needs, in every mode")
+    ask.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer ≥ 1)")
+    ask.add_argument("--threshold", help="minimum cosine similarity (0-1) a chunk needs, in every mode; -1 keeps every chunk")
     ask.add_argument("--mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode (default hybrid)")
     ask.add_argument("--fusion", choices=["rrf", "weighted"])
-    ask.add_argument("--rrf-k", type=int, dest="rrf_k")
+    ask.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")
     ask.add_argument("--path-filter", dest="path_filter", help="only documents whose path matches this glob")
     ask.add_argument("--selection", help="answer only from this passage")
     ask.add_argument("--selection-file", dest="selection_file", help="FILE[:START-END] lines to answer from")
@@ -229,12 +257,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(attach_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    except SystemExit as exc:  # argparse has printed the usage error (or --help)
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("\n(interrupted)", file=sys.stderr)
         return 130
+    except (ConfigError, UsageError) as exc:  # a value the user gave: say which, and what is allowed
+        print(f"error: {term_safe(exc)}", file=sys.stderr)
+        return 2
     except Exception as exc:  # no tracebacks for users; RAGCORE_DEBUG=1 shows them
         import os
 
@@ -243,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .store import StoreError
 
         msg = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-        print(f"error: {msg}", file=sys.stderr)
+        print(f"error: {term_safe(msg)}", file=sys.stderr)
         return 1
 
 

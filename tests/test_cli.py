@@ -36,7 +36,7 @@ def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.C
     assert "guardrail: abstained: support 0." in out and "< abstain bar 0.50" in out and "closest section “" in out
 
     assert main(["ask", "What does the threshold apply to?", "-c", "cli", "--json", "--top-k", "2", "--mode", "dense"]) == 0
-    answer = json.loads(capsys.readouterr().out)
+    answer = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in --json output"))
     assert answer["status"] == "ok"
     assert answer["metadata"]["config"]["top_k"] == 2 and answer["metadata"]["config"]["retrieval_mode"] == "dense"
     assert answer["metadata"]["corpus_version"] and answer["metadata"]["built_at"]

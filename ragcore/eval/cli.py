@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+
+from ..cli_common import term_safe
 
 __all__ = ["add_eval_parser", "cmd_eval"]
 
@@ -24,12 +25,12 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("dataset", type=Path, help="a data set folder (questions.jsonl [+ unanswerable.jsonl] [+ corpus/]) or one .jsonl file")
     e.add_argument("--collection", "-c", required=True, help="the collection the data set's corpus was ingested into")
     e.add_argument("--mode", "--retrieval-mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="base retrieval mode (default: RAGCORE_RETRIEVAL_MODE or hybrid)")
-    e.add_argument("--top-k", type=int, dest="top_k")
-    e.add_argument("--threshold", type=float)
+    e.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer ≥ 1)")
+    e.add_argument("--threshold", help="minimum cosine similarity (0-1), or -1 to keep every chunk")
     e.add_argument("--fusion", choices=["rrf", "weighted"])
-    e.add_argument("--rrf-k", type=int, dest="rrf_k")
-    e.add_argument("--candidates", type=int, help="candidates per branch before cuts (the pool the retrieval metrics rank)")
-    e.add_argument("--abstain-bar", type=float, dest="abstain_bar")
+    e.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")
+    e.add_argument("--candidates", help="candidates per branch before cuts (the pool the retrieval metrics rank)")
+    e.add_argument("--abstain-bar", dest="abstain_bar", help="support score (0-1) below which the engine abstains")
     e.add_argument(
         "--sweep", action="append", default=[], metavar="KEY=V1,V2",
         help="vary one setting from the base configuration (repeatable; one sweep per option, not a grid): "
@@ -57,79 +58,90 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _base_settings(args: argparse.Namespace):
-    from ..cli import _settings
+    """The environment and the options (``--candidates`` and ``--abstain-bar`` included), validated."""
+    from ..cli_common import settings_from_args
 
-    s = _settings(args)
-    over: dict[str, Any] = {}
-    for key in ("candidates", "abstain_bar"):
-        if getattr(args, key, None) is not None:
-            over[key] = getattr(args, key)
-    if "abstain_bar" in over:  # an explicit bar wins over the collection's calibrated one
-        over["calibrated_bar"] = False
-    return s.with_(**over) if over else s
+    s = settings_from_args(args)
+    if getattr(args, "abstain_bar", None) is not None:  # an explicit bar wins over the collection's calibrated one
+        s = s.with_(calibrated_bar=False)
+    return s
+
+
+class _Progress:
+    """The progress bar (on a terminal or with --progress) and the running commentary."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from tqdm import tqdm
+
+        self.quiet = args.quiet or args.json
+        self.show = not args.quiet and (sys.stderr.isatty() or args.progress)
+        self.bar = tqdm(total=0, unit="q", disable=not self.show, file=sys.stderr, dynamic_ncols=True)
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        self.bar.total = total
+        self.bar.n = done
+        self.bar.set_postfix_str(term_safe(label[-50:]), refresh=False)
+        self.bar.refresh()
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            (self.bar.write if self.show else lambda m: print(m, file=sys.stderr))(term_safe(msg))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    import json
-
-    from tqdm import tqdm
-
+    from ..config import ConfigError
     from ..pipeline import Engine
+    from .calibration import CalibrationError
     from .dataset import DatasetError, load_dataset
-    from .report import format_table, latency_table, markdown, report_dict, save_run, write_json
-    from .sweep import SweepError, evaluate, parse_sweep, write_charts
+    from .sweep import SweepError, evaluate, parse_sweep
 
     try:
+        settings = _base_settings(args)
         dataset = load_dataset(args.dataset)
         sweeps = [parse_sweep(s) for s in args.sweep]
-    except (DatasetError, SweepError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ConfigError, DatasetError, SweepError) as exc:
+        print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
     names = [b.strip() for b in args.baselines.split(",") if b.strip() and b.strip() != "none"]
     baselines = [b for b in names if b != "llamaindex" or dataset.corpus_dir is not None]
-    settings = _base_settings(args)
     engine = Engine(settings)
-    show = not args.quiet and (sys.stderr.isatty() or args.progress)
-    bar = tqdm(total=0, unit="q", disable=not show, file=sys.stderr, dynamic_ncols=True)
-
-    def progress(done: int, total: int, label: str) -> None:
-        bar.total = total
-        bar.n = done
-        bar.set_postfix_str(label[-50:], refresh=False)
-        bar.refresh()
-
-    def say(msg: str) -> None:
-        if not args.quiet and not args.json:
-            (bar.write if show else lambda m: print(m, file=sys.stderr))(msg)
-
-    if args.calibrate:
-        from .calibration import CalibrationError, calibrate
-
-        try:
-            cal = calibrate(engine, dataset, args.collection or settings.collection, settings,
-                            progress=lambda d, t: progress(d, t, "calibrating the abstain bar"))
-        except CalibrationError as exc:
-            bar.close()
-            engine.close()
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        say(f"calibrated abstain bar for {args.collection or settings.collection}: {cal.bar:.3f} "
-            f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable, abstains on {cal.abstain_rate:.0%} "
-            f"of {cal.unanswerable} unanswerable); stored with the collection")
-        if getattr(args, "abstain_bar", None) is None:
-            settings = settings.with_(calibrated_bar=True)
-    if "llamaindex" in names and "llamaindex" not in baselines:
-        say(f"note: no LlamaIndex baseline: {args.dataset} has no corpus/ folder")
+    progress = _Progress(args)
     try:
+        if args.calibrate:
+            settings = _calibrate(args, engine, dataset, settings, progress)
+        if "llamaindex" in names and "llamaindex" not in baselines:
+            progress.say(f"note: no LlamaIndex baseline: {args.dataset} has no corpus/ folder")
         report = evaluate(engine, dataset, collection=args.collection, settings=settings, sweeps=sweeps,
-                          baselines=baselines, progress=progress, say=say, limit=args.limit,
+                          baselines=baselines, progress=progress, say=progress.say, limit=args.limit,
                           cold_cache=not args.warm, keep_temp=not args.drop_temp)
-    except SweepError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (CalibrationError, SweepError) as exc:
+        print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
     finally:
-        bar.close()
+        progress.bar.close()
         engine.close()
+    _write_and_print(args, report, settings)
+    return 0
+
+
+def _calibrate(args: argparse.Namespace, engine, dataset, settings, progress: _Progress):
+    """Choose and store the collection's abstain bar; the run then uses it (unless --abstain-bar)."""
+    from .calibration import calibrate
+
+    name = args.collection or settings.collection
+    cal = calibrate(engine, dataset, name, settings, progress=lambda d, t: progress(d, t, "calibrating the abstain bar"))
+    progress.say(f"calibrated abstain bar for {name}: {cal.bar:.3f} "
+                 f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable, abstains on {cal.abstain_rate:.0%} "
+                 f"of {cal.unanswerable} unanswerable); stored with the collection")
+    return settings if getattr(args, "abstain_bar", None) is not None else settings.with_(calibrated_bar=True)
+
+
+def _write_and_print(args: argparse.Namespace, report, settings) -> None:
+    """The JSON file, the saved run, charts and the Markdown summary; then the tables (or --json)."""
+    import json
+
+    from .report import markdown, report_dict, save_run, write_json
+    from .sweep import write_charts
 
     saved = None if args.no_save else save_run(report, settings.data_dir)
     json_path = write_json(report, args.out) if args.out else saved
@@ -141,22 +153,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if md_path is not None:
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(md + "\n", encoding="utf-8")
-
     if args.json:
         print(json.dumps(report_dict(report), indent=1, ensure_ascii=False, default=str))
-        return 0
+        return
+    paths = (("results", json_path), ("summary", md_path), ("saved run", saved if saved != json_path else None),
+             *((f"chart {k}", v) for k, v in charts.items()))
+    print(term_safe(_summary(report) + "".join(f"\n{what}: {p}" for what, p in paths if p is not None), keep="\n"))
+
+
+def _summary(report) -> str:
+    from .report import format_table, latency_table
+
     r0 = report.runs[0]
-    print(f"{report.dataset}: {r0.summary.n_answerable} answerable + {r0.summary.n_unanswerable} unanswerable questions "
-          f"on collection {report.collection} (corpus version {report.corpus_version}), {report.seconds:.0f} s\n")
-    print(format_table(report.runs))
-    print("\nlatency per stage, ms (p50/p95):")
-    print(latency_table(report.runs))
+    out = [f"{report.dataset}: {r0.summary.n_answerable} answerable + {r0.summary.n_unanswerable} unanswerable questions "
+           f"on collection {report.collection} (corpus version {report.corpus_version}), {report.seconds:.0f} s\n",
+           format_table(report.runs), "\nlatency per stage, ms (p50/p95):", latency_table(report.runs)]
     for g in report.sweeps:
-        print(f"\nsweep {g.key}: " + ", ".join(f"{v} -> {lab!r}" for v, lab in zip(g.values, g.labels)))
-    for n in report.notes + [f"{r.label}: {n}" for r in report.runs for n in r.notes]:
-        print(f"note: {n}")
-    for what, p in (("results", json_path), ("summary", md_path), ("saved run", saved if saved != json_path else None),
-                    *((f"chart {k}", v) for k, v in charts.items())):
-        if p is not None:
-            print(f"{what}: {p}")
-    return 0
+        out.append(f"\nsweep {g.key}: " + ", ".join(f"{v} -> {lab!r}" for v, lab in zip(g.values, g.labels)))
+    out += [f"note: {n}" for n in report.notes + [f"{r.label}: {n}" for r in report.runs for n in r.notes]]
+    return "\n".join(out)

@@ -19,6 +19,12 @@ or field names in an ``[llm]`` (or ``[ragcore.llm]``) table, or ``api_key`` / ``
 ``model`` in an ``[openai]`` table. :func:`resolve_llm_settings_with_sources` also says where
 each value came from (for the app's settings panel); the key's *value* never appears in
 those descriptions or in any error.
+
+Every value is checked by the same rules as the rest of the settings
+(:func:`ragcore.config.check_value`): a bad one raises :class:`~ragcore.config.ConfigError`
+naming where it came from, e.g. ``RAGCORE_LLM_TEMPERATURE=5 is not allowed: temperature must be
+a finite number from 0 to 2`` or ``llm.api='completions' in /p/.streamlit/secrets.toml is not
+allowed: …``. An unknown ``RAGCORE_LLM_*`` variable is an error too.
 """
 
 from __future__ import annotations
@@ -29,15 +35,13 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config import LlmSettings
+from ..config import LLM_ENV_PREFIX, ConfigError, LlmSettings, check_env_names, check_value
 
-_FIELDS = {f.name: f for f in fields(LlmSettings)}
-_SECRET_FIELDS = {"api_key"}
-_CHOICES = {"api": ("chat", "responses"), "unsupported_policy": ("annotate", "extractive")}
+_RULES = {f.name: f.metadata["rule"] for f in fields(LlmSettings)}
 
 
 def env_name(field: str) -> str:
-    return f"RAGCORE_LLM_{field.upper()}"
+    return f"{LLM_ENV_PREFIX}{field.upper()}"
 
 
 def secrets_paths(root: str | Path | None = None) -> list[Path]:
@@ -53,10 +57,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except tomllib.TOMLDecodeError as err:  # message has line/column, never the contents
-        raise ValueError(f"{path} is not valid TOML: {err}") from None
+        raise ConfigError(f"{path} is not valid TOML: {err}") from None
 
 
-def _from_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
+def _from_secrets(data: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """LlmSettings fields found in one parsed secrets.toml (with the key they came from)."""
     found: dict[str, tuple[Any, str]] = {}
     upper = {str(k).upper(): (k, v) for k, v in data.items() if not isinstance(v, Mapping)}
@@ -64,7 +68,7 @@ def _from_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
         hit = upper.get(f"OPENAI_{name.upper()}")
         if hit is not None:
             found[name] = (hit[1], hit[0])
-    for name in _FIELDS:
+    for name in _RULES:
         hit = upper.get(env_name(name))
         if hit is not None:
             found[name] = (hit[1], hit[0])
@@ -79,47 +83,10 @@ def _from_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
         tables.append(("ragcore.llm", rag.get("llm")))
     for prefix, tbl in tables:
         if isinstance(tbl, Mapping):
-            for name in _FIELDS:
+            for name in _RULES:
                 if name in tbl:
                     found[name] = (tbl[name], f"{prefix}.{name}")
     return found
-
-
-def _coerce(name: str, value: Any, source: str) -> Any:
-    """A value of the field's type; ValueError naming the source (never a secret's value)."""
-    shown = "the value" if name in _SECRET_FIELDS else repr(value)
-    if isinstance(value, str):
-        value = value.strip()
-    if name in ("base_url", "api_key", "model"):
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str):
-            raise ValueError(f"{name} from {source} must be a string")
-        if name == "base_url" and not value.lower().startswith(("http://", "https://")):
-            raise ValueError(f"base_url from {source} must start with http:// or https://, not {value!r}")
-        return value
-    if name in _CHOICES:
-        v = str(value).lower()
-        if v not in _CHOICES[name]:
-            options = " or ".join(repr(c) for c in _CHOICES[name])
-            raise ValueError(f"{name} from {source} must be {options}, not {shown}")
-        return v
-    try:
-        if name in ("temperature", "timeout_s"):
-            out: Any = float(value)
-        else:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            out = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} from {source} must be a number, not {shown}") from None
-    if name == "temperature" and not 0.0 <= out <= 2.0:
-        raise ValueError(f"temperature from {source} must be between 0 and 2, not {out}")
-    if name in ("timeout_s", "max_output_tokens", "context_window") and out <= 0:
-        raise ValueError(f"{name} from {source} must be positive, not {out}")
-    if name == "max_retries" and out < 0:
-        raise ValueError(f"max_retries from {source} must be 0 or more, not {out}")
-    return out
 
 
 def resolve_llm_settings_with_sources(
@@ -134,39 +101,36 @@ def resolve_llm_settings_with_sources(
     ``secrets_files`` replaces the default search (``secrets_paths(root)``), lowest
     precedence first; pass ``()`` to read none. Sources read like ``"explicit"``,
     ``"env RAGCORE_LLM_MODEL"``, ``"/p/.streamlit/secrets.toml [llm.model]"`` or
-    ``"default"``.
+    ``"default"``. Raises ConfigError for a bad value or an unknown name.
     """
     env = os.environ if env is None else env
     explicit = dict(explicit or {})
-    unknown = sorted(set(explicit) - set(_FIELDS))
+    unknown = sorted(set(explicit) - set(_RULES))
     if unknown:
-        raise ValueError(f"unknown LLM setting(s): {', '.join(unknown)}")
+        raise ConfigError(f"unknown LLM setting(s): {', '.join(unknown)}")
+    check_env_names(env, LLM_ENV_PREFIX)
 
     values: dict[str, Any] = {}
-    sources: dict[str, str] = {name: "default" for name in _FIELDS}
+    sources: dict[str, str] = {name: "default" for name in _RULES}
 
     files = secrets_paths(root) if secrets_files is None else [Path(p) for p in secrets_files]
     for path in files:  # lowest precedence first: later files win
         for name, (raw, key) in _from_secrets(_read_toml(path)).items():
-            src = f"{path} [{key}]"
-            values[name] = _coerce(name, raw, src)
-            sources[name] = src
+            values[name] = check_value(name, _RULES[name], raw, key, f" in {path}")
+            sources[name] = f"{path} [{key}]"
 
-    for name, var in (("api_key", "OPENAI_API_KEY"), ("base_url", "OPENAI_BASE_URL")):
+    env_vars = [(name, var) for name, var in (("api_key", "OPENAI_API_KEY"), ("base_url", "OPENAI_BASE_URL"))]
+    env_vars += [(name, env_name(name)) for name in _RULES]  # RAGCORE_LLM_* win over OPENAI_*
+    for name, var in env_vars:
         raw = env.get(var)
-        if raw:
-            values[name] = _coerce(name, raw, f"env {var}")
+        if raw is not None and raw.strip() != "":
+            values[name] = check_value(name, _RULES[name], raw, var)
             sources[name] = f"env {var}"
-    for name in _FIELDS:
-        raw = env.get(env_name(name))
-        if raw is not None and raw != "":
-            values[name] = _coerce(name, raw, f"env {env_name(name)}")
-            sources[name] = f"env {env_name(name)}"
 
     for name, raw in explicit.items():
         if raw is None:
             continue
-        values[name] = _coerce(name, raw, "explicit settings")
+        values[name] = check_value(name, _RULES[name], raw)
         sources[name] = "explicit"
 
     return LlmSettings(**values), sources
