@@ -14,6 +14,7 @@ _EXPORTS = {
     # settings
     "RagcoreSettings": "ragcore.config",
     "LlmSettings": "ragcore.config",
+    "ConfigError": "ragcore.config",
     # the engine and its request types
     "Engine": "ragcore.pipeline",
     "SelectionInput": "ragcore.stages",

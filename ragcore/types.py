@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,7 +246,7 @@ class Answer:
         return to_jsonable(self)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 # --------------------------------------------------------------------------- events
@@ -288,5 +289,5 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, float):
-        return round(obj, 6)
+        return round(obj, 6) if math.isfinite(obj) else None  # JSON has no NaN or infinity
     return obj

@@ -8,7 +8,7 @@ import sys
 import ragcore
 
 PUBLIC = [
-    "Answer", "Candidate", "Chunk", "Citation", "CitationChecker", "CitationNumberer", "CollectionInfo",
+    "Answer", "Candidate", "Chunk", "Citation", "CitationChecker", "CitationNumberer", "CollectionInfo", "ConfigError",
     "CosineThreshold", "Engine", "Event", "Evidence", "ExtractiveComposer", "HybridRetriever", "HybridSearch",
     "IngestReport", "LineAwareNodeParser", "LlmSettings", "OnnxEmbedding", "OnnxMiniLM", "OpenAICompatibleLLM",
     "RagcoreSettings", "RetrievalResult", "SectionDedupe", "SelectionInput", "Store", "Synthesis", "Synthesizer",
