@@ -3,6 +3,13 @@ that failed and the trend across saved runs. Thin: read widgets → ragcore.eval
 
 from __future__ import annotations
 
+from ui import shell
+
+# before the slow imports below: Streamlit may run this page without app.py (ui/shell.py says
+# when); the app's frame is drawn at once and runs this page inside it
+# ruff: noqa: E402
+shell.ensure_frame()
+
 from pathlib import Path
 
 import altair as alt
@@ -22,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "django-docs-qa"
 BASELINE_CHOICES = {"bm25": BM25_LABEL + " (ragcore sparse)", "llamaindex": LLAMAINDEX_LABEL + " (retrieval only; needs corpus/)"}
 
-rt = state.page_init()
+rt = shell.page_init()
 ss = st.session_state
 st.markdown("## Evaluate")
 st.caption("Ask every question of an evaluation data set (questions.jsonl + unanswerable.jsonl with relevance "

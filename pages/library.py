@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from ui import shell
+
+# before the slow imports below: Streamlit may run this page without app.py (ui/shell.py says
+# when); the app's frame is drawn at once and runs this page inside it
+# ruff: noqa: E402
+shell.ensure_frame()
+
 import re
 import time
 from pathlib import Path
@@ -10,13 +17,14 @@ import pandas as pd
 import streamlit as st
 
 from ragcore.ingest.loaders import SUPPORTED_SUFFIXES, kind_for
-from ragcore.notebook import Cell
+from ragcore.selection import selection_problem
 from ui import state, streaming
+from ui.notebook import Cell
 from ui.cells import render_cell
 from ui.render import md_code, md_escape, md_inline
 from ui.viewer import load_source, viewer_html
 
-rt = state.page_init()
+rt = shell.page_init()
 ss = st.session_state
 collection: str = ss["cfg_collection"]
 info = rt.info(collection)
@@ -183,12 +191,8 @@ with tab_view:
                     text = view.text_between(sel_from, sel_to, page)
                     if not (lib_q or "").strip():
                         st.error("Type a question about the selected lines first.", icon=":material/error:")
-                    elif len(text.strip()) < s.min_selection_chars:
-                        st.error(
-                            f"The selected passage is too short ({len(text.strip())} characters; at least "
-                            f"{s.min_selection_chars} are needed). Select more lines, or ask in full-corpus mode on the Notebook page.",
-                            icon=":material/error:",
-                        )
+                    elif problem := selection_problem(text, s.min_selection_chars):
+                        st.error(problem, icon=":material/error:")
                     else:
                         cell = Cell(question=lib_q.strip(), context_mode=ctx,  # type: ignore[arg-type]
                                     selection={"text": text, "source": path, "start_line": sel_from})

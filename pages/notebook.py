@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from ui import shell
+
+# before the slow imports below: Streamlit may run this page without app.py (ui/shell.py says
+# when); the app's frame is drawn at once and runs this page inside it
+# ruff: noqa: E402
+shell.ensure_frame()
+
 import streamlit as st
 
-from ragcore.notebook import Cell, export_filename, export_html, export_json, export_markdown
+from ragcore.selection import selection_problem
 from ui import state, streaming
+from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
 from ui.cells import render_cell
 from ui.render import md_escape, md_inline
 
-rt = state.page_init()
+rt = shell.page_init()
 ss = st.session_state
 collection: str = ss["cfg_collection"]
 
@@ -86,12 +94,8 @@ if pending and pending["kind"] == "new":
     sel = None
     ok = True
     if context in ("selection", "both"):
-        passage = (ss.get("nb_passage") or "").strip()
-        if len(passage) < s.min_selection_chars:
-            st.error(
-                f"The selected passage is too short ({len(passage)} characters; at least {s.min_selection_chars} are needed). "
-                "Paste a longer passage, or ask in full-corpus mode.", icon=":material/error:",
-            )
+        if problem := selection_problem(ss.get("nb_passage"), s.min_selection_chars):
+            st.error(problem, icon=":material/error:")
             ok = False
         sel = {"text": ss.get("nb_passage") or "", "source": None, "start_line": 1}
     if ok:

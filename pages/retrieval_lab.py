@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from ui import shell
+
+# before the slow imports below: Streamlit may run this page without app.py (ui/shell.py says
+# when); the app's frame is drawn at once and runs this page inside it
+# ruff: noqa: E402
+shell.ensure_frame()
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -12,7 +19,7 @@ from ui import state
 from ui.probe import probe
 from ui.render import fmt_score, md_escape, md_inline, viewer_params, viewer_url
 
-rt = state.page_init()
+rt = shell.page_init()
 ss = st.session_state
 collection: str = ss["cfg_collection"]
 info = rt.info(collection)

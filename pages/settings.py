@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from ui import shell
+
+# before the slow imports below: Streamlit may run this page without app.py (ui/shell.py says
+# when); the app's frame is drawn at once and runs this page inside it
+# ruff: noqa: E402
+shell.ensure_frame()
+
 from dataclasses import replace
 
 import streamlit as st
@@ -9,7 +16,7 @@ import streamlit as st
 from ui import state
 from ui.render import md_escape, md_inline
 
-rt = state.page_init()
+rt = shell.page_init()
 ss = st.session_state
 base = state.base_settings()
 llm = base.llm

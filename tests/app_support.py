@@ -60,19 +60,6 @@ def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(d))
     monkeypatch.setenv("RAGCORE_APP_WARMUP", "0")  # keep the two cores for the tests
 
-    # AppTest resets PagesManager.uses_pages_directory before every run, so with a pages/
-    # folder next to app.py it would take Streamlit's pages/-folder path and run a switched-to
-    # page without app.py. A live server flips the flag to False for good as soon as app.py
-    # calls st.navigation; do the same here.
-    from streamlit.runtime.pages_manager import PagesManager
-
-    orig_init = PagesManager.__init__
-
-    def init(self, *a: Any, **k: Any) -> None:
-        orig_init(self, *a, **k)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     shutil.rmtree(d / "notebooks", ignore_errors=True)
     yield d
     shutil.rmtree(d / "notebooks", ignore_errors=True)
@@ -111,7 +98,12 @@ def captions(at) -> str:
 
 
 def page_links(at) -> list[Any]:
-    return [e for e in at.get("page_link")]
+    """The page links of the main area (the sidebar's are the app's navigation: ``nav_links``)."""
+    return list(at.main.get("page_link"))
+
+
+def nav_links(at) -> list[Any]:
+    return list(at.sidebar.get("page_link"))
 
 
 def ask(at, question: str = QUESTION):

@@ -1,4 +1,4 @@
-"""The app's streaming plumbing (ui.streaming.Pump + ragcore.notebook.RunRecorder) against the real
+"""The app's streaming plumbing (ui.streaming.Pump + ui.notebook.RunRecorder) against the real
 Engine and a real OpenAI-protocol server: Stop cancels, the HTTP stream is closed, the partial
 text is kept with outcome "cancelled"."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from ragcore.config import LlmSettings
-from ragcore.notebook import RunRecorder
+from ui.notebook import RunRecorder
 from tests.app_support import QUESTION, app_env, shared_runtime  # noqa: F401
 from tests.openai_server import Text
 from ui.streaming import _END, Pump

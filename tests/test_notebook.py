@@ -1,4 +1,4 @@
-"""ragcore.notebook: cells, persistence, recording a stream, diffs, stamps and exports (no Streamlit)."""
+"""ui.notebook (the app's notebooks): cells, persistence, recording a stream, diffs, stamps and exports (no Streamlit)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ragcore.config import LlmSettings, RagcoreSettings
-from ragcore.notebook import (
+from ui.notebook import (
     FORMAT, MAX_RUNS, Cell, Notebook, NotebookError, NotebookStore, Run, RunRecorder, badges, cells_from_export,
     config_stamp, diff_runs, export_html, export_json, export_markdown,
 )

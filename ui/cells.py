@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from ragcore.answerability import describe
-from ragcore.notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs
 
+from .notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs, locator
 from .render import (
-    BADGE_COLORS, answer_markdown, fmt_score, latency_line, link_targets, locator, md_escape, md_inline, viewer_params,
+    BADGE_COLORS, answer_markdown, fmt_score, latency_line, link_targets, md_escape, md_inline, viewer_params,
 )
 
 LIBRARY_PAGE = "pages/library.py"

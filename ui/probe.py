@@ -12,16 +12,16 @@ or a pasted sentence), find the chunk that holds the passage and explain its fat
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 
 from ragcore.config import RagcoreSettings
+from ragcore.pathfilter import allows
 from ragcore.pipeline import Engine
 from ragcore.store import embed_text
+from ragcore.textutil import normalize_ws
 from ragcore.types import Candidate, Chunk, RetrievalResult
 
 Verdict = Literal[
@@ -61,7 +61,7 @@ class ProbeResult:
 
 
 def _norm(s: str) -> str:
-    return re.sub(r"\s+", " ", s).strip().lower()
+    return normalize_ws(s).lower()
 
 
 def find_passage(engine: Engine, passage: str, settings: RagcoreSettings, collection: str) -> tuple[Chunk | None, float | None]:
@@ -83,6 +83,64 @@ def _cosine(engine: Engine, question: str, chunk: Chunk) -> float:
     return float(np.dot(v[0], v[1]))
 
 
+def _chunks_at(file_chunks: list[Chunk], line: int | None) -> list[Chunk]:
+    """The file's chunks that hold ``line`` (the nearest ones for a line between chunks)."""
+    if not line:
+        return file_chunks
+    holding = [c for c in file_chunks if c.start_line <= line <= c.end_line]
+    if not holding:  # a blank or heading line between chunks: take the nearest chunk
+        dist = lambda c: min(abs(c.start_line - line), abs(c.end_line - line))  # noqa: E731
+        nearest = min(dist(c) for c in file_chunks)
+        holding = [c for c in file_chunks if dist(c) == nearest]
+    return holding
+
+
+def _in_pool_verdict(cand: Candidate, real: RetrievalResult, settings: RagcoreSettings, cos: float, common: dict[str, Any]) -> ProbeResult:
+    """The chunk was a candidate of the analyst's own retrieval: kept, or which cut dropped it."""
+    target: Chunk = common["chunk"]
+    loc = target.locator
+    if cand.kept:
+        n = 1 + sum(1 for c in real.candidates if c.kept and c.rank < cand.rank)
+        return ProbeResult("kept", f"{loc} was retrieved: rank {cand.rank}, kept as evidence [{n}].", FIXES["kept"],
+                           evidence_n=n, **common)
+    reason = cand.dropped_reason or "top_k"
+    if reason == "threshold":
+        msg = f"{loc} ranked {cand.rank} but its cosine {cos:.3f} is below the threshold {settings.threshold:.2f}."
+        return ProbeResult("threshold", msg, FIXES["threshold"], **common)
+    if reason == "dedupe":
+        key = (target.path, target.section, target.page)
+        winner = next((c for c in real.candidates if c.kept and (c.chunk.path, c.chunk.section, c.chunk.page) == key), None)
+        msg = f"{loc} ranked {cand.rank}, but {winner.chunk.locator if winner else 'a better chunk'} of the same section" \
+              f"{f' (rank {winner.rank})' if winner else ''} was kept instead (dedupe)."
+        return ProbeResult("dedupe", msg, FIXES["dedupe"], competitor=winner, **common)
+    kept = [c for c in real.candidates if c.kept]
+    msg = f"{loc} ranked {cand.rank}, below the top-K cut: {len(kept)} chunks were kept (top-K {settings.top_k})."
+    return ProbeResult("top_k", msg, FIXES["top_k"], **common)
+
+
+def _outside_pool_verdict(settings: RagcoreSettings, cos: float, bm25: float | None, common: dict[str, Any]) -> ProbeResult:
+    """The chunk never was a candidate: filtered out, ranked too low, or far from the question."""
+    loc = common["chunk"].locator
+    if not allows(settings.path_filter, common["chunk"].path):
+        msg = f"{loc} does not match the path filter {settings.path_filter!r}, so it was never searched."
+        return ProbeResult("filter", msg, FIXES["filter"], **common)
+    if common["big"] is not None:
+        dr, sr = common["dense_rank"], common["sparse_rank"]
+        sparse_s = f"sparse rank {sr} (BM25 {bm25:.2f})" if sr else "no terms in common with the question (BM25 0)"
+        need = {"dense": "a dense rank", "sparse": "a sparse rank"}.get(settings.retrieval_mode, "a dense or a sparse rank")
+        msg = (f"{loc} was not among the candidates: with {settings.candidates} candidates per branch it needed {need} "
+               f"≤ {settings.candidates}, but it has dense rank {dr} (cosine {cos:.3f}) and {sparse_s}.")
+        return ProbeResult("not_candidate", msg, FIXES["not_candidate"], **common)
+    msg = f"{loc} is not even among the {BIG_POOL} best candidates; its cosine to the question is {cos:.3f}."
+    return ProbeResult("not_in_pool", msg, FIXES["not_in_pool"], **common)
+
+
+def _rank_by(candidates: list[Candidate], score: Callable[[Candidate], float | None]) -> dict[str, int]:
+    """chunk_id → 1-based rank by ``score``, highest first."""
+    ordered = sorted(candidates, key=lambda c: -(score(c) or 0))
+    return {c.chunk.chunk_id: i for i, c in enumerate(ordered, 1)}
+
+
 def probe(
     engine: Engine, question: str, settings: RagcoreSettings, *, collection: str | None = None,
     path: str | None = None, line: int | None = None, passage: str | None = None,
@@ -99,16 +157,9 @@ def probe(
             return ProbeResult("no_match", "No chunk matches the pasted passage closely." + near, FIXES["no_match"],
                                chunk=target, match_score=match_score)
     elif path:
-        file_chunks = engine.document_chunks(path, collection=name)
+        file_chunks = _chunks_at(engine.document_chunks(path, collection=name), line)
         if not file_chunks:
             return ProbeResult("not_in_collection", f"{path} is not in the collection '{name}'.", FIXES["not_in_collection"])
-        if line:
-            holding = [c for c in file_chunks if c.start_line <= line <= c.end_line]
-            if not holding:  # a blank or heading line between chunks: take the nearest chunk
-                dist = lambda c: min(abs(c.start_line - line), abs(c.end_line - line))  # noqa: E731
-                nearest = min(dist(c) for c in file_chunks)
-                holding = [c for c in file_chunks if dist(c) == nearest]
-            file_chunks = holding
     else:
         raise ValueError("name a file or paste a passage")
 
@@ -116,10 +167,8 @@ def probe(
     big_settings = settings.with_(retrieval_mode="hybrid", candidates=max(BIG_POOL, settings.candidates), path_filter=None)
     big: RetrievalResult = engine.retrieve(question, settings=big_settings, collection=name)
     big_by_id = {c.chunk.chunk_id: c for c in big.candidates}
-    dense_order = sorted((c for c in big.candidates if c.dense_score is not None), key=lambda c: -(c.dense_score or 0))
-    dense_rank = {c.chunk.chunk_id: i for i, c in enumerate(dense_order, 1)}
-    sparse_order = sorted((c for c in big.candidates if (c.sparse_score or 0) > 0), key=lambda c: -(c.sparse_score or 0))
-    sparse_rank = {c.chunk.chunk_id: i for i, c in enumerate(sparse_order, 1)}
+    dense_rank = _rank_by([c for c in big.candidates if c.dense_score is not None], lambda c: c.dense_score)
+    sparse_rank = _rank_by([c for c in big.candidates if (c.sparse_score or 0) > 0], lambda c: c.sparse_score)
     real_by_id = {c.chunk.chunk_id: c for c in real.candidates}
 
     if target is None:  # a file: its best-placed chunk (in the real pool first, else the big pool)
@@ -135,39 +184,10 @@ def probe(
     cand = real_by_id.get(cid)
     cos = b.dense_score if b else _cosine(engine, question, target)
     bm25 = b.sparse_score if b else None
-    common = dict(
+    common: dict[str, Any] = dict(
         chunk=target, candidate=cand, big=b, cosine=cos, bm25=bm25, dense_rank=dense_rank.get(cid),
         sparse_rank=sparse_rank.get(cid), pool_size=len(real.candidates), match_score=match_score,
     )
-    loc = target.locator
     if cand is not None:
-        if cand.kept:
-            n = 1 + sum(1 for c in real.candidates if c.kept and c.rank < cand.rank)
-            return ProbeResult("kept", f"{loc} was retrieved: rank {cand.rank}, kept as evidence [{n}].", FIXES["kept"],
-                               evidence_n=n, **common)  # type: ignore[arg-type]
-        reason = cand.dropped_reason or "top_k"
-        if reason == "threshold":
-            msg = f"{loc} ranked {cand.rank} but its cosine {cos:.3f} is below the threshold {settings.threshold:.2f}."
-            return ProbeResult("threshold", msg, FIXES["threshold"], **common)  # type: ignore[arg-type]
-        if reason == "dedupe":
-            key = (target.path, target.section, target.page)
-            winner = next((c for c in real.candidates if c.kept and (c.chunk.path, c.chunk.section, c.chunk.page) == key), None)
-            msg = f"{loc} ranked {cand.rank}, but {winner.chunk.locator if winner else 'a better chunk'} of the same section" \
-                  f"{f' (rank {winner.rank})' if winner else ''} was kept instead (dedupe)."
-            return ProbeResult("dedupe", msg, FIXES["dedupe"], competitor=winner, **common)  # type: ignore[arg-type]
-        kept = [c for c in real.candidates if c.kept]
-        msg = f"{loc} ranked {cand.rank}, below the top-K cut: {len(kept)} chunks were kept (top-K {settings.top_k})."
-        return ProbeResult("top_k", msg, FIXES["top_k"], **common)  # type: ignore[arg-type]
-
-    if settings.path_filter and not fnmatch.fnmatch(target.path, settings.path_filter):
-        msg = f"{loc} does not match the path filter {settings.path_filter!r}, so it was never searched."
-        return ProbeResult("filter", msg, FIXES["filter"], **common)  # type: ignore[arg-type]
-    if b is not None:
-        dr, sr = dense_rank.get(cid), sparse_rank.get(cid)
-        sparse_s = f"sparse rank {sr} (BM25 {bm25:.2f})" if sr else "no terms in common with the question (BM25 0)"
-        need = {"dense": "a dense rank", "sparse": "a sparse rank"}.get(settings.retrieval_mode, "a dense or a sparse rank")
-        msg = (f"{loc} was not among the candidates: with {settings.candidates} candidates per branch it needed {need} "
-               f"≤ {settings.candidates}, but it has dense rank {dr} (cosine {cos:.3f}) and {sparse_s}.")
-        return ProbeResult("not_candidate", msg, FIXES["not_candidate"], **common)  # type: ignore[arg-type]
-    msg = f"{loc} is not even among the {BIG_POOL} best candidates; its cosine to the question is {cos:.3f}."
-    return ProbeResult("not_in_pool", msg, FIXES["not_in_pool"], **common)  # type: ignore[arg-type]
+        return _in_pool_verdict(cand, real, settings, cos, common)
+    return _outside_pool_verdict(settings, cos, bm25, common)

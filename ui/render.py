@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from typing import Any, Mapping, Sequence
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
-from ragcore.citations import MARKER_RE as _MARKER, parse_marker
+from ragcore.citations import MARKER_RE as _MARKER, parse_marker, source_url
+from ragcore.textutil import normalize_ws
 
 # every ASCII punctuation character CommonMark can escape, plus what Streamlit's Markdown adds
 # (":" for :emoji:/:color[...]:, "$" for LaTeX, "~" for strikethrough)
@@ -37,19 +38,18 @@ def md_escape(text: Any) -> str:
 
 def md_inline(text: Any) -> str:
     """Escaped text on one line (for labels, captions, table-ish lines)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text if text is not None else "").split()))
+    return _MD_SPECIAL.sub(r"\\\1", normalize_ws(str(text if text is not None else "")))
 
 
 def md_code(text: Any) -> str:
     """Text as an inline code span: literal inside, so no escaping — only backticks are replaced."""
-    body = " ".join(str(text if text is not None else "").split()).replace("`", "\u02cb")
+    body = normalize_ws(str(text if text is not None else "")).replace("`", "\u02cb")
     return f"`{body}`" if body else ""
 
 
 def viewer_params(path: str, start: int, end: int, page: int | None = None, collection: str | None = None) -> dict[str, str]:
-    params = {"path": path, "lines": f"{start}-{end}"}
-    if page is not None:
-        params["page"] = str(page)
+    """The Library viewer's query parameters: ragcore's citation locator plus the collection."""
+    params = dict(parse_qsl(source_url(path, start, end, page).lstrip("?")))
     if collection:
         params["collection"] = collection
     return params
@@ -112,13 +112,6 @@ def fmt_ms(v: Any) -> str:
     if not isinstance(v, (int, float)):
         return "–"
     return f"{v / 1000:.2f} s" if v >= 1000 else f"{v:.0f} ms" if v >= 10 else f"{v:.1f} ms"
-
-
-def locator(d: Mapping[str, Any]) -> str:
-    loc = f"{d.get('path')}:{d.get('start_line')}-{d.get('end_line')}"
-    if d.get("page") is not None:
-        loc = f"{d.get('path')} p.{d.get('page')}:{d.get('start_line')}-{d.get('end_line')}"
-    return loc
 
 
 STAGE_LABELS = {

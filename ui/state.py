@@ -14,11 +14,11 @@ import streamlit as st
 
 from ragcore.bootstrap import DEMO_COLLECTION, ensure_demo_collection
 from ragcore.config import RagcoreSettings
-from ragcore.notebook import Notebook, NotebookError, NotebookStore
 from ragcore.pipeline import Engine
 from ragcore.store import StoreError
 from ragcore.types import CollectionInfo, IngestReport
 
+from .notebook import Notebook, NotebookError, NotebookStore
 from .render import md_code, md_escape, md_inline
 
 CONTEXT_MODES = ("corpus", "selection", "both")
@@ -263,7 +263,7 @@ def init_session(rt: Runtime) -> None:
     ss["rc_qp_collection"] = qp_col
 
 
-def base_settings() -> Settings:
+def base_settings() -> RagcoreSettings:
     return st.session_state["rc_base"]
 
 
@@ -271,7 +271,7 @@ def set_base_settings(s: RagcoreSettings) -> None:
     st.session_state["rc_base"] = s
 
 
-def settings() -> Settings:
+def settings() -> RagcoreSettings:
     """This session's settings: the Settings page's values plus the sidebar's."""
     ss = st.session_state
     return base_settings().with_(
@@ -402,41 +402,3 @@ def load_notebook(rt: Runtime, collection: str) -> Notebook:
 def remember_notebook(rt: Runtime, nb: Notebook) -> None:
     ss = st.session_state
     ss.setdefault("rc_nb_cache", {})[nb.collection] = (rt.notebooks.signature(nb.collection), nb)
-
-
-def leave_pages_folder_mode() -> None:
-    """Make sure app.py's ``st.navigation`` runs, not Streamlit's pages/-folder fallback.
-
-    With a ``pages/`` folder next to app.py, Streamlit 1.67 serves the first request of a fresh
-    process through its old folder-based navigation (``PagesManager.uses_pages_directory``),
-    which wraps app.py in a second navigation and leaves the main area blank (or runs a
-    deep-linked page without app.py). Calling ``st.navigation`` clears that flag for the
-    process; do it before anything is drawn and rerun once, so even the first visitor gets
-    the real app. A no-op on every later run.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # pragma: no cover - a future Streamlit without the flag
-        return
-    if getattr(PagesManager, "uses_pages_directory", None):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-def page_init() -> Runtime:
-    """What every page needs; idempotent, so a page also works when app.py did not run first.
-
-    (On a fresh process Streamlit may run the very first request through its pages/-folder
-    fallback, which runs the requested page without app.py; after that app.py's
-    ``st.navigation`` takes over.)
-    """
-    leave_pages_folder_mode()
-    rt = runtime()
-    ensure_demo(rt)
-    try:
-        rt.collections()
-    except Exception as exc:  # noqa: BLE001 - e.g. a Qdrant server that went away
-        show_error(exc, "Reading the collections")
-        st.stop()
-    init_session(rt)
-    return rt

@@ -17,15 +17,16 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from ragcore.notebook import Cell, RunRecorder
 from ragcore.pipeline import SelectionInput
 from ragcore.types import Event
 
 from . import state
+from .notebook import Cell, RunRecorder
 from .render import answer_markdown, link_targets, md_escape, md_inline
 
 _END = object()
@@ -79,6 +80,72 @@ def selection_input(cell: Cell) -> SelectionInput | None:
     return SelectionInput(text=str(sel.get("text") or ""), source=sel.get("source") or None, start_line=int(sel.get("start_line") or 1))
 
 
+@dataclass(frozen=True)
+class _View:
+    """Where a streaming answer is drawn: the final cell's slot, then the live view's parts."""
+
+    final_slot: Any
+    slot: Any
+    status: Any
+    sources: Any
+    body: Any
+
+
+def _streaming_view(cell: Cell, title: str) -> _View:
+    # the finished cell goes into its own slot: re-sending a block at the streaming view's path
+    # would keep the streaming view's (current-run) children around it
+    final_slot = st.empty()
+    slot = st.empty()
+    with slot.container(border=True):
+        top = st.columns([0.86, 0.14], vertical_alignment="center")
+        top[0].markdown(f"**{md_escape(title)}** {md_escape(cell.question)}")
+        with top[1]:
+            st.button("Stop", key=f"stop_{cell.id}_{len(cell.runs)}", icon=":material/stop_circle:",
+                      help="Stop generating; the text so far is kept and the cell is marked cancelled.")
+        status = st.empty()
+        status.caption("Retrieving evidence…")
+        sources = st.empty()
+        body = st.empty()
+    return _View(final_slot, slot, status, sources, body)
+
+
+def _draw_events(pump: Pump, recorder: RunRecorder, view: _View, collection: str) -> None:
+    """Feed the stream's events to the recorder and draw them, until the stream ends."""
+    t0 = time.perf_counter()
+    last_draw = 0.0
+    targets: dict[int, str] = {}
+    while True:
+        item = pump.get(timeout=0.1)
+        now = time.perf_counter()
+        if item is None:
+            label = "Generating" if recorder.has_sources else "Retrieving evidence"
+            view.status.caption(f"{label}… {now - t0:.1f} s")
+            continue
+        if item is _END:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        recorder.feed(item)
+        if item.type == "sources":
+            targets = link_targets([], recorder.evidence, collection)
+            n_ev, n_c = len(recorder.evidence), len(recorder.candidates)
+            listing = " · ".join(f"\\[{e.n}\\] {md_inline(e.chunk.locator.split('#')[0])}" for e in recorder.evidence[:12])
+            view.sources.caption(f"**{n_ev} pieces of evidence**" + (f" from {n_c} candidates" if n_c else "")
+                                 + f" — composing the answer…  \n{listing}")
+        elif item.type == "token" and now - last_draw > 0.05:
+            view.body.markdown(answer_markdown(recorder.text, targets) + " ▌")
+            last_draw = now
+
+
+def _recorder(rt: state.Runtime, cell: Cell, collection: str, s: Any) -> RunRecorder:
+    info = rt.info(collection) if cell.context_mode != "selection" else None
+    return RunRecorder(
+        cell.question, context_mode=cell.context_mode, collection=collection, config=s.public_dict(),
+        corpus_version=info.corpus_version if info else None, built_at=info.built_at if info else None,
+        generator=state.generator_name(s),
+    )
+
+
 def stream_cell(
     rt: state.Runtime, cell: Cell, collection: str, *, title: str, render_final: Callable[[Cell], None] | None = None,
 ) -> bool:
@@ -88,16 +155,10 @@ def stream_cell(
     rerun needed). Returns True when the answer finished, False when it was cut off.
     """
     s = state.settings().with_(collection=collection)
-    info = rt.info(collection) if cell.context_mode != "selection" else None
-    recorder = RunRecorder(
-        cell.question, context_mode=cell.context_mode, collection=collection, config=s.public_dict(),
-        corpus_version=info.corpus_version if info else None, built_at=info.built_at if info else None,
-        generator=state.generator_name(s),
-    )
+    recorder = _recorder(rt, cell, collection, s)
     cancel = threading.Event()
     finished = False
     failure: BaseException | None = None
-    pump: Pump | None = None
     # Streamlit's fast reruns start the next run in a new thread while this one is still being
     # stopped; the next run waits on this event before it reads the notebook (state.load_notebook)
     saved = threading.Event()
@@ -105,49 +166,12 @@ def stream_cell(
     with rt.lock:
         rt.busy += 1
     try:
-        # the finished cell goes into its own slot: re-sending a block at the streaming view's path
-        # would keep the streaming view's (current-run) children around it
-        final_slot = st.empty()
-        slot = st.empty()
-        with slot.container(border=True):
-            top = st.columns([0.86, 0.14], vertical_alignment="center")
-            top[0].markdown(f"**{md_escape(title)}** {md_escape(cell.question)}")
-            with top[1]:
-                st.button("Stop", key=f"stop_{cell.id}_{len(cell.runs)}", icon=":material/stop_circle:",
-                          help="Stop generating; the text so far is kept and the cell is marked cancelled.")
-            status = st.empty()
-            status.caption("Retrieving evidence…")
-            sources = st.empty()
-            body = st.empty()
+        view = _streaming_view(cell, title)
         gen = rt.engine.stream(
             cell.question, collection=collection, settings=s, context=cell.context_mode,  # type: ignore[arg-type]
             selection=selection_input(cell), cancel=cancel,
         )
-        pump = Pump(gen, cancel)
-        t0 = time.perf_counter()
-        last_draw = 0.0
-        targets: dict[int, str] = {}
-        while True:
-            item = pump.get(timeout=0.1)
-            now = time.perf_counter()
-            if item is None:
-                label = "Generating" if recorder.has_sources else "Retrieving evidence"
-                status.caption(f"{label}… {now - t0:.1f} s")
-                continue
-            if item is _END:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            recorder.feed(item)
-            if item.type == "sources":
-                targets = link_targets([], recorder.evidence, collection)
-                n_ev, n_c = len(recorder.evidence), len(recorder.candidates)
-                listing = " · ".join(f"\\[{e.n}\\] {md_inline(e.chunk.locator.split('#')[0])}" for e in recorder.evidence[:12])
-                sources.caption(f"**{n_ev} pieces of evidence**" + (f" from {n_c} candidates" if n_c else "")
-                                + f" — composing the answer…  \n{listing}")
-            elif item.type == "token" and now - last_draw > 0.05:
-                body.markdown(answer_markdown(recorder.text, targets) + " ▌")
-                last_draw = now
+        _draw_events(Pump(gen, cancel), recorder, view, collection)
         finished = True
     except BaseException as exc:
         if not _is_interruption(exc):  # a real failure: record it as an error, not as "stopped"
@@ -158,8 +182,7 @@ def stream_cell(
         if not finished:
             cancel.set()
         # only disk I/O from here on: after an interruption Streamlit must not be called again
-        run = recorder.finish(cancelled=not finished and failure is None)
-        cell.add_run(run)
+        cell.add_run(recorder.finish(cancelled=not finished and failure is None))
         try:
             rt.notebooks.upsert_cell(collection, cell)
         except Exception as exc:  # noqa: BLE001
@@ -169,8 +192,8 @@ def stream_cell(
             saved.set()
             with rt.lock:
                 rt.busy -= 1
-    slot.empty()  # drop the streaming view (Stop button, progress lines) at once
+    view.slot.empty()  # drop the streaming view (Stop button, progress lines) at once
     if render_final is not None:
-        with final_slot.container():
+        with view.final_slot.container():
             render_final(cell)
     return finished

@@ -1,0 +1,144 @@
+"""Notebook exports: JSON (the complete Answer contract), Markdown and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from ragcore.citations import MARKER_RE as _MARKER, parse_marker
+from ragcore.types import to_jsonable
+
+from .model import FORMAT, Cell, Notebook, NotebookError, Run, locator as _locator, utc_now
+from .reading import badges, config_stamp
+
+
+def _exported_cells(nb: Notebook) -> list[Cell]:
+    return [c for c in nb.cells if c.current is not None]
+
+
+def export_json(nb: Notebook) -> str:
+    """Every cell with its current run's complete Answer (as ``ragcore ask --json`` prints it)."""
+    cells = []
+    for c in _exported_cells(nb):
+        run = c.current
+        assert run is not None
+        cells.append({
+            "id": c.id, "question": c.question, "context_mode": c.context_mode, "selection": c.selection,
+            "outcome": run.outcome, "ran_at": run.ran_at, "answer": run.answer,
+        })
+    doc = {"format": FORMAT, "collection": nb.collection, "exported_at": utc_now(), "cells": cells}
+    return json.dumps(to_jsonable(doc), ensure_ascii=False, indent=2)
+
+
+def _md_neutral(text: str) -> str:
+    """Document text in a Markdown export: raw HTML is shown, never rendered."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _stamp_line(run: Run) -> str:
+    return " · ".join(f"{k}: {v}" for k, v in config_stamp(run.answer).items())
+
+
+def export_markdown(nb: Notebook) -> str:
+    lines = [f"# Notebook — collection `{nb.collection}`", "", f"Exported {utc_now()} · {len(_exported_cells(nb))} cells", ""]
+    for i, c in enumerate(_exported_cells(nb), 1):
+        run = c.current
+        assert run is not None
+        lines += [f"## {i}. {_md_neutral(c.question)}", ""]
+        lines += [f"*Status:* **{run.outcome}** · {_stamp_line(run)}", ""]
+        if c.selection:
+            lines += [f"*Selection:* `{c.selection.get('source') or '(pasted text)'}` from line {c.selection.get('start_line', 1)}", ""]
+        body = run.text.strip() or "*(no answer text)*"
+        lines += ["> " + ln if ln.strip() else ">" for ln in _md_neutral(body).split("\n")]
+        lines.append("")
+        if run.answer.get("error_message"):
+            lines += [f"*Note:* {_md_neutral(str(run.answer['error_message']))}", ""]
+        if run.citations:
+            lines += ["**Citations**", ""]
+            for cit in run.citations:
+                loc = _locator(cit)
+                section = " › ".join(cit.get("section") or [])
+                score = cit.get("retrieval_score")
+                score_s = f"{cit.get('score_kind')} {score:.3f}, " if isinstance(score, (int, float)) else ""
+                lines.append(
+                    f"- [{cit['n']}] `{loc}`" + (f" — {_md_neutral(section)}" if section else "")
+                    + f" ({score_s}support {cit.get('support', 0):.2f}, {cit.get('origin', 'corpus')})"
+                )
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_HTML_CSS = """
+body{font:15px/1.55 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:860px;margin:2rem auto;padding:0 1rem;color:#1f2328}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-top:1px solid #d0d7de;padding-top:1rem}
+.stamp{color:#57606a;font-size:.85rem}.answer{background:#f6f8fa;border-left:3px solid #0969da;padding:.6rem .9rem;white-space:pre-wrap}
+.badge{display:inline-block;border-radius:9px;padding:0 .5rem;font-size:.8rem;background:#ddf4ff;margin-right:.3rem}
+.badge.warn{background:#fff8c5}.badge.error{background:#ffebe9}.badge.ok{background:#dafbe1}
+code{font-size:.85rem}sup a{text-decoration:none}ol.cites{font-size:.9rem}
+"""
+
+
+def export_html(nb: Notebook) -> str:
+    """A self-contained page; every piece of document text is HTML-escaped (no active content)."""
+    e = html.escape
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Notebook — {e(nb.collection)}</title><style>{_HTML_CSS}</style></head><body>",
+        f"<h1>Notebook — collection <code>{e(nb.collection)}</code></h1>",
+        f'<p class="stamp">Exported {e(utc_now())} · {len(_exported_cells(nb))} cells</p>',
+    ]
+    for i, c in enumerate(_exported_cells(nb), 1):
+        run = c.current
+        assert run is not None
+        out.append(f'<section id="cell-{e(c.id)}"><h2>{i}. {e(c.question)}</h2>')
+        out.append("<p>" + "".join(f'<span class="badge {e(sev)}">{e(label)}</span>' for label, sev in badges(run)) + "</p>")
+        out.append(f'<p class="stamp">{e(_stamp_line(run))}</p>')
+        known = {cit["n"] for cit in run.citations}
+
+        def link(m: re.Match[str], cell_id: str = c.id, known: set[int] = known) -> str:
+            nums = parse_marker(m.group(1))
+            if not nums:  # not a marker ragcore would read (e.g. an absurd range): keep the text
+                return e(m.group(0))
+            return "".join(
+                f'<sup><a href="#c-{e(cell_id)}-{n}">[{n}]</a></sup>' if n in known else f"[{n}]" for n in nums
+            )
+
+        text = run.text.strip()
+        pieces, last = [], 0
+        for m in _MARKER.finditer(text):
+            pieces.append(e(text[last : m.start()]))
+            pieces.append(link(m))
+            last = m.end()
+        pieces.append(e(text[last:]))
+        out.append(f'<div class="answer">{"".join(pieces) or "<em>(no answer text)</em>"}</div>')
+        if run.answer.get("error_message"):
+            out.append(f"<p><em>{e(str(run.answer['error_message']))}</em></p>")
+        if run.citations:
+            out.append('<ol class="cites">')
+            for cit in run.citations:
+                section = " › ".join(cit.get("section") or [])
+                out.append(
+                    f'<li id="c-{e(c.id)}-{int(cit["n"])}" value="{int(cit["n"])}"><code>{e(_locator(cit))}</code>'
+                    + (f" — {e(section)}" if section else "")
+                    + f' <span class="stamp">({e(str(cit.get("origin", "corpus")))}, support {float(cit.get("support", 0)):.2f})</span></li>'
+                )
+            out.append("</ol>")
+        out.append("</section>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def export_filename(collection: str, ext: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M")
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", collection) or "notebook"
+    return f"notebook-{safe}-{stamp}.{ext}"
+
+
+def cells_from_export(data: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """The cells of a JSON export (for scripts that read exports back)."""
+    if data.get("format") != FORMAT:
+        raise NotebookError(f"Not a ragcore notebook export (format {data.get('format')!r}, expected {FORMAT!r}).")
+    return list(data.get("cells") or [])

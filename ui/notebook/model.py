@@ -1,0 +1,145 @@
+"""The notebook model: a collection's cells, each with its question and its runs (answers).
+
+A notebook is the list of questions asked about one collection. Each :class:`Cell` keeps its
+question, its context mode (and selection), and its runs: every run stores the complete
+Answer contract (``Answer.to_dict()``) plus how the run ended, so a cell can be re-run and
+compared with its previous run, and a saved notebook reproduces what the analyst saw.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal, Mapping
+
+FORMAT = "ragcore-notebook/1"
+MAX_RUNS = 5  # runs kept per cell (the newest last); older ones are dropped
+
+ContextMode = Literal["corpus", "selection", "both"]
+Outcome = Literal["ok", "partial", "abstained", "error", "cancelled"]
+
+CONTEXT_LABELS = {"corpus": "full corpus", "selection": "selected text", "both": "selection + corpus"}
+
+
+class NotebookError(RuntimeError):
+    """A notebook file could not be read or written; the message says what to do."""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+# --------------------------------------------------------------------------- model
+
+
+def locator(d: Mapping[str, Any]) -> str:
+    """A stored chunk's or citation's place, human form: ``docs/x.md:12-20`` or ``x.pdf p.3:1-9``."""
+    loc = f"{d.get('path')}:{d.get('start_line')}-{d.get('end_line')}"
+    if d.get("page") is not None:
+        loc = f"{d.get('path')} p.{d.get('page')}:{d.get('start_line')}-{d.get('end_line')}"
+    return loc
+
+
+@dataclass
+class Run:
+    """One answer to a cell's question."""
+
+    answer: dict[str, Any]  # the Answer contract, Answer.to_dict()
+    outcome: Outcome  # the answer's status, or "cancelled" when the analyst stopped it
+    ran_at: str = field(default_factory=utc_now)
+
+    @property
+    def text(self) -> str:
+        return str(self.answer.get("answer") or "")
+
+    @property
+    def citations(self) -> list[dict[str, Any]]:
+        return list(self.answer.get("citations") or [])
+
+    @property
+    def evidence(self) -> list[dict[str, Any]]:
+        return list(self.answer.get("evidence") or [])
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.answer.get("metadata") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "ran_at": self.ran_at, "answer": self.answer}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Run":
+        answer = dict(d.get("answer") or {})
+        return cls(answer=answer, outcome=d.get("outcome") or answer.get("status") or "error", ran_at=d.get("ran_at") or "")
+
+
+@dataclass
+class Cell:
+    question: str
+    context_mode: ContextMode = "corpus"
+    selection: dict[str, Any] | None = None  # {"text", "source", "start_line"}
+    runs: list[Run] = field(default_factory=list)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    created_at: str = field(default_factory=utc_now)
+
+    @property
+    def current(self) -> Run | None:
+        return self.runs[-1] if self.runs else None
+
+    @property
+    def previous(self) -> Run | None:
+        return self.runs[-2] if len(self.runs) > 1 else None
+
+    def add_run(self, run: Run) -> None:
+        """Append a run; older runs keep their evidence (for diffs) but drop the candidate pool."""
+        for old in self.runs:
+            if old.answer.get("candidates"):
+                old.answer = {**old.answer, "candidates": []}
+                old.answer.setdefault("metadata", {})
+                old.answer["metadata"] = {**old.answer["metadata"], "candidates_trimmed": True}
+        self.runs.append(run)
+        del self.runs[:-MAX_RUNS]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "question": self.question, "context_mode": self.context_mode,
+            "selection": self.selection, "created_at": self.created_at, "runs": [r.to_dict() for r in self.runs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Cell":
+        return cls(
+            id=str(d.get("id") or uuid.uuid4().hex[:12]), question=str(d.get("question") or ""),
+            context_mode=d.get("context_mode") or "corpus", selection=d.get("selection"),
+            runs=[Run.from_dict(r) for r in d.get("runs") or []], created_at=d.get("created_at") or "",
+        )
+
+
+@dataclass
+class Notebook:
+    collection: str
+    cells: list[Cell] = field(default_factory=list)
+
+    def get(self, cell_id: str) -> Cell | None:
+        return next((c for c in self.cells if c.id == cell_id), None)
+
+    def upsert(self, cell: Cell) -> None:
+        for i, c in enumerate(self.cells):
+            if c.id == cell.id:
+                self.cells[i] = cell
+                return
+        self.cells.append(cell)
+
+    def remove(self, cell_id: str) -> None:
+        self.cells = [c for c in self.cells if c.id != cell_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "collection": self.collection, "cells": [c.to_dict() for c in self.cells]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], collection: str | None = None) -> "Notebook":
+        return cls(collection=collection or str(d.get("collection") or ""), cells=[Cell.from_dict(c) for c in d.get("cells") or []])
+
+
+# --------------------------------------------------------------------------- persistence

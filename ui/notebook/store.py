@@ -1,0 +1,107 @@
+"""Notebook persistence: one JSON file per collection, written atomically under an advisory lock.
+
+Files: ``settings.notebooks_dir / "<collection>.json"``, written atomically (temporary file +
+rename) under an advisory lock, so two browser tabs adding cells do not lose each other's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .model import Cell, Notebook, NotebookError
+
+
+class NotebookStore:
+    """One JSON file per collection under ``directory`` (``settings.notebooks_dir``)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+
+    def path_for(self, collection: str) -> Path:
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", collection) or "_"
+        return self.directory / f"{safe}.json"
+
+    def signature(self, collection: str) -> tuple[int, int] | None:
+        """(mtime_ns, size) of the file, to tell whether a cached copy is stale."""
+        try:
+            st = self.path_for(collection).stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def load(self, collection: str) -> Notebook:
+        path = self.path_for(collection)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Notebook(collection)
+        except OSError as exc:
+            raise NotebookError(f"Could not read the notebook file {path} ({exc.strerror or exc}). Check its permissions.") from exc
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return Notebook.from_dict(data, collection)
+        except (ValueError, TypeError, AttributeError) as exc:
+            # keep the damaged file for inspection and start a fresh notebook
+            backup = path.with_suffix(f".corrupt-{int(time.time())}.json")
+            with contextlib.suppress(OSError):
+                path.replace(backup)
+            raise NotebookError(
+                f"The notebook file {path} was damaged ({exc}); it was moved to {backup.name} and a new, "
+                "empty notebook was started."
+            ) from exc
+
+    def save(self, notebook: Notebook) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.path_for(notebook.collection)
+        data = json.dumps(notebook.to_dict(), ensure_ascii=False, indent=1)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=self.directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise NotebookError(
+                f"Could not save the notebook to {path} ({exc.strerror or exc}). Check that the data directory is writable."
+            ) from exc
+
+    @contextlib.contextmanager
+    def _locked(self, collection: str) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path_for(collection).with_suffix(".lock")
+        with open(lock_path, "a+") as fh:
+            try:
+                import fcntl
+
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            except (ImportError, OSError):  # no advisory locks here: last writer wins
+                pass
+            yield
+
+    def _modify(self, collection: str, change) -> Notebook:
+        with self._locked(collection):
+            try:
+                nb = self.load(collection)
+            except NotebookError:
+                nb = Notebook(collection)
+            change(nb)
+            self.save(nb)
+            return nb
+
+    def upsert_cell(self, collection: str, cell: Cell) -> Notebook:
+        """Add or replace one cell, keeping cells other sessions added meanwhile."""
+        return self._modify(collection, lambda nb: nb.upsert(cell))
+
+    def delete_cell(self, collection: str, cell_id: str) -> Notebook:
+        return self._modify(collection, lambda nb: nb.remove(cell_id))
+
+    def clear(self, collection: str) -> Notebook:
+        return self._modify(collection, lambda nb: nb.cells.clear())
