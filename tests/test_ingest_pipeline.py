@@ -112,6 +112,10 @@ def test_uploads_add_without_pruning(tmp_path: Path, make_engine) -> None:
     assert report.summary()["added"] == 1
     assert {p for p, _ in engine.documents("t")} == {"a.md", "notes.md"}
 
+    # an uploaded file's name is user input like any other: control characters are refused
+    report = engine.ingest_uploads([("\x1b[2Jevil.md", b"# Evil\n\nText.\n")], "t")
+    assert {o.path: o.reason for o in report.failed} == {"\\x1b[2Jevil.md": "file name contains control characters (rename it)"}
+
 
 KILL_SCRIPT = textwrap.dedent(
     """

@@ -473,3 +473,65 @@ def test_markdown_empty_heading_names_no_section(tmp_path: Path) -> None:
     path = write(tmp_path, "e.md", b"# Real\n#\ntext\n")
     doc = load_file(path, tmp_path, max_bytes=BIG)
     assert by_text(doc, "text").section == ("Real",)
+
+
+# --------------------------------------------------------------------------- hostile shapes
+
+
+def _timed(fn, *args, **kwargs):
+    import time
+
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        # each took 6 s to minutes before (regex backtracking is quadratic on these)
+        ("stars.md", "# " + " *a" * 200_000 + "\n\nbody\n"),
+        ("brackets.md", "# " + "[" * 200_000 + "\n\nbody\n"),
+        ("role.rst", "T " + "`a <" * 50_000 + "\n" + "=" * 200_005 + "\n\nbody\n"),
+        ("long_def.py", "def " + "a" * 2_000_000 + "():\n    pass\n"),
+    ],
+)
+def test_huge_headings_are_cheap_and_clipped(name: str, raw: str) -> None:
+    from ragcore.ingest.loaders import MAX_TITLE_CHARS
+
+    doc, seconds = _timed(load_bytes, raw.encode(), name)
+    assert seconds < 3
+    assert all(len(s) <= MAX_TITLE_CHARS for line in doc.lines for s in line.section)
+    assert doc.title is None or len(doc.title) <= MAX_TITLE_CHARS
+
+
+def test_deeply_nested_html_is_linear_and_keeps_its_text() -> None:
+    page = "<div>" * 60_000 + "<h2>Deep</h2><p>The well is deep.</p>" + "</div>" * 60_000 + "<p>after</p>"
+    (lines, title), seconds = _timed(extract_html, page)
+    assert seconds < 10  # quadratic before: 20k levels took 18 s
+    assert [line.text for line in lines if line.text] == ["Deep", "The well is deep.", "after"]
+    assert title == "Deep"
+    # below the browsers' depth cap nothing changes: a section's heading still frames its text
+    lines, _ = extract_html("<section id='s'><h2>S</h2>" + "<div>" * 100 + "<p>x</p>")
+    assert [(line.text, line.section, line.anchor) for line in lines if line.text][-1] == ("x", ("S",), "s")
+
+
+def test_line_limit_refuses_before_building_lines() -> None:
+    from ragcore.ingest.loaders import LineLimitError
+
+    with pytest.raises(LineLimitError, match="1,000 lines of text, over the limit of 999 lines"):
+        load_bytes(b"a\n" * 1000, "x.txt", max_lines=999)
+    # blank lines are free: the limit is on lines that carry text
+    doc = load_bytes(b"\n" * 5000 + b"a\n", "x.md", max_lines=10)
+    assert len(doc.lines) == 5001
+    with pytest.raises(LineLimitError):  # UTF-16 is counted after decoding
+        load_bytes("a\n".encode("utf-16") * 1 + "b\n".encode("utf-16-le") * 50, "y.txt", max_lines=20)
+
+
+def test_read_bytes_stops_at_the_limit(tmp_path: Path) -> None:
+    from ragcore.ingest.loaders import read_bytes
+
+    path = write(tmp_path, "a.md", b"x" * 100)
+    assert read_bytes(path, max_bytes=100) == b"x" * 100
+    with pytest.raises(LoadError, match="over the 99 bytes limit"):
+        read_bytes(path, max_bytes=99)

@@ -14,6 +14,10 @@ What comes out:
 - only the main content when the page marks one (``<main>``, ``[role=main]``, ``div.body``,
   Django's ``#docs-content`` / ``#yui-main``), and never page chrome (navigation, sidebars,
   headers, footers, scripts, "¶" permalinks).
+
+Hostile pages stay linear: elements nest at most ``MAX_DEPTH`` deep (deeper ones become
+siblings, as in browsers), open tags are counted so that implied end tags need no stack walk,
+and a heading's text is cut to ``MAX_TITLE_CHARS`` (it is stored with every chunk).
 """
 
 from __future__ import annotations
@@ -100,6 +104,10 @@ _TABLE_SCOPE = frozenset({"html", "table", "template"})
 _P = frozenset({"p"})
 # A <title> in the body or in an <svg> does not name the page.
 _NO_TITLE = frozenset({"body", "svg"})
+# Browsers stop nesting at a fixed depth (Chromium: 512) and add deeper elements as siblings;
+# so do we, which keeps every per-tag step bounded on hostile pages (100k nested <div>s).
+MAX_DEPTH = 512
+MAX_TITLE_CHARS = 200  # as loaders.MAX_TITLE_CHARS: a section title is copied into every chunk
 
 # For each start tag whose previous sibling may be left open: (tags it closes, where to stop).
 _IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -155,6 +163,7 @@ class _Extractor(HTMLParser):
         super().__init__(convert_charrefs=False)
         self.records: list[_Record] = []
         self.stack: list[_Open] = []
+        self.open_tags: dict[str, int] = {}  # how many of each tag are on the stack
         self.skip = 0  # open dropped elements
         self.main = 0  # open main-content containers
         self.pre = 0  # open <pre> elements
@@ -258,6 +267,8 @@ class _Extractor(HTMLParser):
                 elif tag == "hr":
                     self._break()
             return
+        if len(self.stack) >= MAX_DEPTH:
+            self._pop()  # too deep: the new element becomes its would-be parent's sibling
         node = _Open(tag)
         if self.heading_open is not None and self.heading_open.hid is None and not self.skip:
             # <h2><a id="dns" class="mark">#</a>…</h2>: an id inside the heading names it.
@@ -275,7 +286,11 @@ class _Extractor(HTMLParser):
             self._open(node, attrs)
         if node.skip:
             self.skip += 1
+        self._push(node)
+
+    def _push(self, node: _Open) -> None:
         self.stack.append(node)
+        self.open_tags[node.tag] = self.open_tags.get(node.tag, 0) + 1
 
     def _open(self, node: _Open, attrs: list[tuple[str, str | None]]) -> None:
         tag = node.tag
@@ -318,8 +333,8 @@ class _Extractor(HTMLParser):
             self.pending_sep = True
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _VOID:
-            return
+        if tag in _VOID or not self.open_tags.get(tag):
+            return  # nothing to close: a stray end tag is ignored, as browsers do
         for i in range(len(self.stack) - 1, -1, -1):
             if self.stack[i].tag == tag:
                 while len(self.stack) > i:
@@ -329,6 +344,8 @@ class _Extractor(HTMLParser):
 
     def _close_open(self, targets: frozenset[str], stop: frozenset[str]) -> None:
         """Close the nearest open element in ``targets`` unless an element in ``stop`` is nearer."""
+        if not any(self.open_tags.get(t) for t in targets):
+            return  # the common case, answered without walking the stack
         for i in range(len(self.stack) - 1, -1, -1):
             tag = self.stack[i].tag
             if tag in targets:
@@ -339,10 +356,11 @@ class _Extractor(HTMLParser):
                 return
 
     def _inside_any(self, tags: frozenset[str]) -> bool:
-        return any(node.tag in tags for node in self.stack)
+        return any(self.open_tags.get(t) for t in tags)
 
     def _pop(self) -> None:
         node = self.stack.pop()
+        self.open_tags[node.tag] -= 1
         if node.tag == "title" and self.title_parts is not None:
             self.title = " ".join("".join(self.title_parts).split()) or None
             self.title_parts = None
@@ -373,6 +391,8 @@ class _Extractor(HTMLParser):
     def _close_heading(self, node: _Open) -> None:
         self.heading_open = None
         text = " ".join("".join(self.heading_parts).split())
+        if len(text) > MAX_TITLE_CHARS:
+            text = text[: MAX_TITLE_CHARS - 1].rstrip() + "…"
         if not text:
             return
         while self.headings and self.headings[-1].level >= node.heading:

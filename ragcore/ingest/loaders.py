@@ -12,8 +12,11 @@ the ingest report shows to the user as is.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
+import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 from typing import Callable
@@ -22,6 +25,10 @@ from ragcore.types import DocKind, LoadedDocument, SourceLine
 
 __all__ = [
     "LoadError",
+    "LineLimitError",
+    "MAX_TITLE_CHARS",
+    "file_type_name",
+    "read_bytes",
     "SUPPORTED_SUFFIXES",
     "kind_for",
     "load_file",
@@ -38,6 +45,14 @@ class LoadError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class LineLimitError(LoadError):
+    """The file has more lines of text than the caller's ``max_lines``."""
+
+    def __init__(self, lines: int, limit: int) -> None:
+        super().__init__(f"too large: {lines:,} lines of text, over the limit of {limit:,} lines")
+        self.lines, self.limit = lines, limit
 
 
 # --------------------------------------------------------------------------- suffixes
@@ -85,23 +100,76 @@ def load_file(path: Path, root: Path, *, max_bytes: int) -> LoadedDocument:
     return load_bytes(read_bytes(path, max_bytes=max_bytes), rel, max_bytes=max_bytes)
 
 
-def read_bytes(path: Path, *, max_bytes: int) -> bytes:
-    """A file's bytes, or LoadError with a reason (too big, unreadable)."""
-    # Check the size before reading so that a huge file never lands in memory.
+def read_bytes(path: Path, *, max_bytes: int, follow_symlinks: bool = True) -> bytes:
+    """A regular file's bytes, or LoadError with a reason (too big, not a file, unreadable).
+
+    The file is opened non-blocking and checked on the opened descriptor, so a FIFO, socket or
+    device never blocks or streams forever, and a file swapped for one after discovery is
+    caught. The size limit is enforced while reading (at most ``max_bytes + 1`` bytes are
+    read): ``stat`` sizes lie for /proc files, devices and files that grow.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        size = path.stat().st_size
+        fd = os.open(path, flags)
     except OSError as exc:
-        raise LoadError(_os_reason(exc)) from exc
-    if size > max_bytes:
-        raise LoadError(_too_big(size, max_bytes))
+        raise LoadError(_open_reason(path, exc)) from exc
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise LoadError(_os_reason(exc)) from exc
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LoadError(_not_regular(st.st_mode))
+        if st.st_size > max_bytes:
+            raise LoadError(_too_big(st.st_size, max_bytes))
+        f = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        try:
+            data = _read_at_most(f, max_bytes + 1)
+        except OSError as exc:
+            raise LoadError(_os_reason(exc)) from exc
+    if len(data) > max_bytes:
+        raise LoadError(f"file is over the {_human_size(max_bytes)} limit (it grew while being read)")
+    return data
 
 
-def load_bytes(data: bytes, rel_path: str, *, max_bytes: int | None = None) -> LoadedDocument:
-    """Load an uploaded file's bytes; ``rel_path`` names it (and decides its kind by suffix)."""
+def _not_regular(mode: int) -> str:
+    return "is a directory" if stat.S_ISDIR(mode) else f"not a regular file ({file_type_name(mode)})"
+
+
+def _read_at_most(f, limit: int) -> bytes:
+    parts: list[bytes] = []
+    left = limit
+    while left > 0:
+        part = f.read(min(left, 1 << 20))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def file_type_name(mode: int) -> str:
+    """What a non-regular file is, in words for the ingest report."""
+    for test, name in (
+        (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink"),
+    ):  # fmt: skip
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def load_bytes(
+    data: bytes, rel_path: str, *, max_bytes: int | None = None, max_lines: int | None = None
+) -> LoadedDocument:
+    """Load an uploaded file's bytes; ``rel_path`` names it (and decides its kind by suffix).
+
+    ``max_lines`` refuses a text file with more non-blank lines than that before any line is
+    turned into a SourceLine (a 20 MB file of one-character lines would otherwise cost GBs).
+    """
     kind = kind_for(rel_path)
     if kind is None:
         raise LoadError(f"unsupported file type {Path(rel_path).suffix or '(no suffix)'!r}")
@@ -110,32 +178,60 @@ def load_bytes(data: bytes, rel_path: str, *, max_bytes: int | None = None) -> L
     if max_bytes is not None and len(data) > max_bytes:
         raise LoadError(_too_big(len(data), max_bytes))
     doc_hash = hashlib.sha256(data).hexdigest()
-
-    title: str | None
     if kind == "pdf":
-        from ragcore.ingest.pdf import extract_pdf  # lazy: pypdf is only needed for PDFs
+        from ragcore.ingest.pdf import PdfError, extract_pdf  # lazy: pypdf is only needed for PDFs
 
-        lines, title = extract_pdf(data)
+        try:
+            lines, title = extract_pdf(data)
+        except PdfError as exc:
+            raise LoadError(exc.reason) from None
     else:
         text = decode_text(data)
         if not text.strip():
             raise LoadError("no text in file (only whitespace)")
-        if kind == "html":
-            from ragcore.ingest.html import extract_html
-
-            try:
-                lines, title = extract_html(text)
-            except Exception as exc:  # HTMLParser is lenient; this is a last resort
-                raise LoadError(f"could not parse HTML: {exc}") from exc
-            if not any(line.text.strip() for line in lines):
-                raise LoadError("HTML has no visible text")
-        elif kind == "code" and Path(rel_path).suffix.lower() in (".py", ".pyi"):
-            lines, title = _load_python(split_lines(text))
-        else:
-            lines, title = _LINE_LOADERS[kind](split_lines(text))
+        if max_lines is not None and kind != "html":  # HTML lines are mostly markup
+            _check_line_count(text, max_lines)
+        lines, title = _load_text(text, kind, rel_path)
+    if max_lines is not None:
+        _check_line_count_loaded(lines, max_lines)
     return LoadedDocument(
         path=rel_path, kind=kind, doc_hash=doc_hash, lines=tuple(lines), title=title
     )
+
+
+def _load_text(text: str, kind: DocKind, rel_path: str) -> tuple[list[SourceLine], str | None]:
+    if kind == "html":
+        from ragcore.ingest.html import extract_html
+
+        try:
+            lines, title = extract_html(text)
+        except Exception as exc:  # HTMLParser is lenient; this is a last resort
+            raise LoadError(f"could not parse HTML: {exc}") from exc
+        if not any(line.text.strip() for line in lines):
+            raise LoadError("HTML has no visible text")
+        return lines, title
+    if kind == "code" and Path(rel_path).suffix.lower() in (".py", ".pyi"):
+        return _load_python(split_lines(text))
+    return _LINE_LOADERS[kind](split_lines(text))
+
+
+_BLANK_LINE_RE = re.compile(r"^[ \t\r\f\v]*$", re.MULTILINE)
+
+
+def _check_line_count(text: str, max_lines: int) -> None:
+    """Refuse a text with more than ``max_lines`` non-blank lines, counted without splitting it."""
+    n = text.count("\n") + 1
+    if n <= max_lines:
+        return  # the common case costs one count()
+    nonblank = n - sum(1 for _ in _BLANK_LINE_RE.finditer(text))
+    if nonblank > max_lines:
+        raise LineLimitError(nonblank, max_lines)
+
+
+def _check_line_count_loaded(lines: list[SourceLine], max_lines: int) -> None:
+    nonblank = sum(1 for line in lines if line.text.strip())
+    if nonblank > max_lines:
+        raise LineLimitError(nonblank, max_lines)
 
 
 def _relative_posix(path: Path, root: Path) -> str:
@@ -149,7 +245,20 @@ def _relative_posix(path: Path, root: Path) -> str:
             raise LoadError(f"{path} is outside the ingest root {root}") from None
 
 
+def _open_reason(path: Path, exc: OSError) -> str:
+    """Why ``open`` failed; a socket (ENXIO) or an odd device is named as what it is."""
+    if exc.errno not in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+        return _os_reason(exc)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return _os_reason(exc)
+    return _os_reason(exc) if stat.S_ISREG(mode) else _not_regular(mode)
+
+
 def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "is a symlink (not followed)"
     if isinstance(exc, PermissionError):
         return "permission denied"
     if isinstance(exc, IsADirectoryError):
@@ -252,6 +361,17 @@ def _unique(slug: str, seen: dict[str, int]) -> str:
     return slug if count == 0 else f"{slug}-{count}"
 
 
+# A section title is stored with every chunk of its section: a hostile 3 MB "heading" would
+# be copied into thousands of payloads, and the inline-markup regexes below backtrack
+# quadratically on such lines ("# *a *a *a …"). Titles are cut before cleaning and after.
+MAX_TITLE_CHARS = 200
+_MAX_RAW_TITLE_CHARS = 4 * MAX_TITLE_CHARS
+
+
+def clip_title(text: str) -> str:
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+
+
 class _Outline:
     """The heading path at the current line: a stack of (level, title)."""
 
@@ -262,7 +382,7 @@ class _Outline:
     def enter(self, level: int, title: str) -> tuple[str, ...]:
         while self._stack and self._stack[-1][0] >= level:
             self._stack.pop()
-        self._stack.append((level, title))
+        self._stack.append((level, clip_title(title)))
         self.section = tuple(t for _, t in self._stack)
         return self.section
 
@@ -287,6 +407,7 @@ _FRONT_MATTER_END = frozenset({"---", "..."})
 
 def clean_inline_markdown(text: str) -> str:
     """Heading text as a reader sees it: no links, emphasis, code ticks or HTML tags."""
+    text = text[:_MAX_RAW_TITLE_CHARS]
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](url), ![alt](src)
     text = re.sub(r"!?\[([^\]]*)\]\[[^\]]*\]", r"\1", text)  # [text][ref]
     text = re.sub(r"<[^>]+>", "", text)  # inline HTML
@@ -305,6 +426,17 @@ def _front_matter_end(lines: list[str]) -> int:
         if lines[i].rstrip() in _FRONT_MATTER_END:
             return i + 1
     return 0
+
+
+def _may_be_setext_text(line: str) -> bool:
+    """Lines that cannot be the text of a setext heading: blanks, indented code, lists, quotes
+    and tables ("- a" + "---" would otherwise turn a list item into a heading)."""
+    stripped = line.lstrip(" ")
+    return (
+        bool(stripped)
+        and len(line) - len(stripped) < 4
+        and not re.match(r"([-*+>|]|\d+[.)])(\s|$)", stripped)
+    )
 
 
 def _load_markdown(lines: list[str]) -> _Loaded:
@@ -326,7 +458,7 @@ def _load_markdown(lines: list[str]) -> _Loaded:
             return  # an empty "#" line names no section
         outline.enter(level, text)
         anchor = _unique(github_slug(text), seen) or None
-        title = title or text
+        title = title or clip_title(text)
 
     for i in range(start, len(lines)):
         line = lines[i]
@@ -354,14 +486,7 @@ def _load_markdown(lines: list[str]) -> _Loaded:
             prev_is_paragraph = False
             continue
         meta.append((outline.section, anchor))
-        stripped = line.lstrip(" ")
-        # Lines that cannot be the text of a setext heading: blanks, indented code, lists,
-        # quotes and tables ("- a" + "---" would otherwise turn a list item into a heading).
-        prev_is_paragraph = (
-            bool(stripped)
-            and len(line) - len(stripped) < 4
-            and not re.match(r"([-*+>|]|\d+[.)])(\s|$)", stripped)
-        )
+        prev_is_paragraph = _may_be_setext_text(line)
 
     out = [
         SourceLine(no=i, text=t, section=s, anchor=a)
@@ -377,6 +502,7 @@ _ADORNMENT_RE = re.compile(r"^([!-/:-@\[-`{-~])\1+[ \t]*$")
 
 def clean_inline_rst(text: str) -> str:
     """Title text without roles, interpreted text, links and emphasis markers."""
+    text = text[:_MAX_RAW_TITLE_CHARS]
     text = re.sub(r":[\w:+.-]+:`([^`]*)`", r"\1", text)  # :role:`text`
     text = re.sub(r"`([^`<]*?)\s*<[^>]*>`__?", r"\1", text)  # `text <url>`_
     text = re.sub(r"`+([^`]*)`+_{0,2}", r"\1", text)
@@ -441,7 +567,7 @@ def _load_rst(lines: list[str]) -> _Loaded:
             title = clean_inline_rst(raw)
             section = outline.enter(styles.index(style) + 1, title)
             anchor = _unique(docutils_slug(title), seen) or None
-            doc_title = doc_title or title
+            doc_title = doc_title or clip_title(title)
             t += 1
         out.append(SourceLine(no=i + 1, text=text, section=section, anchor=anchor))
     return out, doc_title
@@ -486,7 +612,7 @@ def _load_python(lines: list[str]) -> _Loaded:
         parent = current()
         m = _PY_DEF_RE.match(line)
         if m and (not stack or (len(stack) == 1 and stack[0][1].startswith("class "))):
-            stack.append((indent, f"{m.group(2)} {m.group(3)}"))
+            stack.append((indent, clip_title(f"{m.group(2)} {m.group(3)}")))
         # Pending lines: those right above a def (no blank line between) go with the def,
         # the rest with the enclosing block.
         here = current()

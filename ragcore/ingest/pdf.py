@@ -9,13 +9,21 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from ragcore.ingest.loaders import LoadError
 from ragcore.types import SourceLine
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
 
-__all__ = ["extract_pdf"]
+__all__ = ["PdfError", "extract_pdf"]
+
+
+class PdfError(Exception):
+    """A PDF gave no text; ``reason`` is short and meant for humans. The loaders turn it into
+    their LoadError (this module does not import them: loaders import it, lazily)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def extract_pdf(data: bytes) -> tuple[list[SourceLine], str | None]:
@@ -25,9 +33,9 @@ def extract_pdf(data: bytes) -> tuple[list[SourceLine], str | None]:
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise LoadError("PDF is encrypted")
+            raise PdfError("PDF is encrypted")
         if len(reader.pages) == 0:
-            raise LoadError("could not read PDF: it has no pages")
+            raise PdfError("could not read PDF: it has no pages")
         lines: list[SourceLine] = []
         for page_no, page in enumerate(reader.pages, 1):
             page_lines = (page.extract_text() or "").split("\n")
@@ -36,12 +44,12 @@ def extract_pdf(data: bytes) -> tuple[list[SourceLine], str | None]:
             for no, line in enumerate(page_lines, 1):
                 lines.append(SourceLine(no=no, text=line.rstrip("\r"), page=page_no))
         title = _title(reader)
-    except LoadError:
+    except PdfError:
         raise
     except Exception as exc:  # pypdf raises many types (PdfReadError, ValueError, KeyError…)
-        raise LoadError(f"could not read PDF: {_describe(exc)}") from exc
+        raise PdfError(f"could not read PDF: {_describe(exc)}") from exc
     if not any(line.text.strip() for line in lines):
-        raise LoadError("PDF has no extractable text (scanned?)")
+        raise PdfError("PDF has no extractable text (scanned?)")
     return lines, title
 
 

@@ -5,23 +5,29 @@ and how many chunks the file has), not in a side file that could disagree with t
 
 * a file is *unchanged* when the collection holds exactly ``doc_chunks`` points for its
   current hash and none for any other hash;
-* a changed file's new chunks are written first, then the points of its old version are
-  deleted — a crash in between leaves both versions, which the next run sees as "not
-  unchanged" and repairs;
+* a changed file's new chunks are written first — in bounded batches, a long file over
+  several — then the points of its old version are deleted: a crash in between leaves both
+  versions, or part of the new one, which the next run sees as "not unchanged" and repairs
+  (reusing the vectors of the chunks that were already written);
 * point ids are derived from chunk ids, so rewriting a chunk is idempotent (no duplicates);
 * files that are gone are removed (``prune``), so no orphans survive.
 
 A file that cannot be read is reported as failed and its previously ingested chunks are
-kept: bad input loses nothing.
+kept: bad input loses nothing. Only what lies inside the folders being ingested is read:
+discovery never follows a symlink out of them, never opens a FIFO, socket or device, walks
+any depth without recursion, and reports every file it refuses with the reason.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import re
+import stat
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Sequence
 
@@ -32,15 +38,20 @@ from ..embeddings import DIMENSION, MODEL_NAME, OnnxMiniLM
 from ..sparse import SPARSE_VERSION
 from ..store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ..topics import ensure_heading_vectors, heading_of
-from ..types import Chunk, FileOutcome, IngestReport
+from ..types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from .chunking import CHUNKER_VERSION, chunk_document
-from .loaders import LoadError, kind_for, load_bytes, read_bytes
+from .loaders import LineLimitError, LoadError, file_type_name, kind_for, load_bytes, read_bytes
 
-Progress = Callable[[int, int, str], None]  # (files done, files total, current path)
+Progress = Callable[[int, int, str], None]  # (files done, files total, current path or step)
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache"}
-WRITE_BATCH = 256
+WRITE_BATCH = 256  # chunks embedded and written at a time: bounds memory, keeps progress on a kill
 UPLOAD_ROOT = "(upload)"
+CHUNK_LIMIT_HINT = "(setting max_file_chunks, env RAGCORE_MAX_FILE_CHUNKS)"
+
+# Control characters in a name (newline, ESC of terminal escape codes, C1) would reach
+# terminals, logs and "path:12-20" citations as they are: such files are refused by name.
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -48,10 +59,19 @@ class SourceFile:
     rel: str
     path: Path | None = None  # on disk, or
     data: bytes | None = None  # uploaded
+    problem: str | None = None  # discovery refused it: reported as failed with this reason
+    keep: bool = False  # the problem may pass (unreadable): keep what is stored under ``rel``
+
+
+# --------------------------------------------------------------------------- discovery
 
 
 def discover(paths: Sequence[Path]) -> tuple[Path, list[SourceFile]]:
-    """Supported files under ``paths`` and the root their relative paths are taken from."""
+    """Supported files under ``paths``, and the root their relative paths are taken from.
+
+    Files discovery refuses (symlinks out of ``paths``, special files, unreadable folders,
+    unprintable names) come back too, with ``problem`` set, so that the report names them.
+    """
     paths = [Path(p).expanduser().resolve() for p in paths]
     for p in paths:
         if not p.exists():
@@ -60,26 +80,155 @@ def discover(paths: Sequence[Path]) -> tuple[Path, list[SourceFile]]:
         root = paths[0]
     else:
         root = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in paths]))
+    inside = tuple(paths)
     found: dict[str, SourceFile] = {}
     for p in paths:
-        for f in _walk(p) if p.is_dir() else [p]:
-            if kind_for(f) is None or f.name.startswith("."):
-                continue
-            rel = PurePosixPath(f.relative_to(root)).as_posix()
-            found[rel] = SourceFile(rel=rel, path=f)
+        for src in _walk(p, root, inside) if p.is_dir() else _named_file(p, root):
+            found[src.rel] = src
     return root, [found[k] for k in sorted(found)]
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    """Files under ``folder``, skipping VCS, virtualenv and cache folders and hidden ones."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
+def _named_file(path: Path, root: Path) -> Iterator[SourceFile]:
+    """A file named on the command line (already resolved): taken if it is a regular file."""
+    if kind_for(path) is None:
+        return
+    rel = _rel(path, root)
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        yield SourceFile(rel=rel, problem=f"not a regular file ({file_type_name(mode)})")
+    else:
+        yield SourceFile(rel=rel, path=path)
+
+
+def _walk(top: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFile]:
+    """Files under ``top``, depth first, with an explicit stack (no recursion limit).
+
+    Hidden entries and VCS/virtualenv/cache folders are skipped silently; a folder reached
+    twice (bind mounts) is walked once.
+    """
+    stack = [top]
+    walked: set[tuple[int, int]] = set()
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) in walked:
+                continue
+            walked.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            reason = f"folder could not be read: {_os_reason(exc)}"
+            yield SourceFile(rel=_rel(folder, root), problem=reason, keep=True)
+            continue
+        subfolders: list[Path] = []
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+                continue
+            for item in _classify(entry, root, inside):
+                if isinstance(item, Path):
+                    subfolders.append(item)
+                else:
+                    yield item
+        stack.extend(reversed(subfolders))
+
+
+def _classify(entry: os.DirEntry, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFile | Path]:
+    """One folder entry: a subfolder to walk (a Path), a file to ingest, or a refusal."""
+    path = Path(entry.path)
+    try:
+        is_link = entry.is_symlink()
+        is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError as exc:
+        yield SourceFile(rel=_rel(path, root), problem=_os_reason(exc), keep=True)
+        return
+    bad_name = _name_problem(entry.name)
+    if bad_name and (is_dir or kind_for(path) is not None):
+        yield SourceFile(rel=_printable(_rel(path, root)), problem=bad_name)
+    elif is_link:
+        yield from _link(path, root, inside)
+    elif is_dir:
+        yield path
+    elif kind_for(path) is None:
+        return  # unsupported suffix: not ours to report
+    elif not stat.S_ISREG(mode):
+        yield SourceFile(rel=_rel(path, root), problem=f"not a regular file ({file_type_name(mode)})")
+    else:
+        yield SourceFile(rel=_rel(path, root), path=path)
+
+
+def _link(path: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFile]:
+    """A symlink is followed only to a regular file inside the folders being ingested.
+
+    A link to a folder inside them is not followed: that folder is walked in its own right
+    (following it would index its files twice, and could loop).
+    """
+    rel = _rel(path, root)
+    try:
+        target = path.resolve(strict=True)
+        mode = os.stat(target).st_mode
+    except (OSError, RuntimeError) as exc:  # Python 3.11 raises RuntimeError on a loop
+        if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP:
+            problem = "symlink loop (not followed)"
+        elif isinstance(exc, FileNotFoundError):
+            problem = "broken symlink (its target does not exist)"
+        else:
+            problem = f"symlink target could not be read: {_os_reason(exc)}"
+        if kind_for(path) is not None or not isinstance(exc, FileNotFoundError):
+            yield SourceFile(rel=rel, problem=problem)
+        return
+    base = next((p for p in inside if target == p or p in target.parents), None)
+    if stat.S_ISDIR(mode):
+        if base is None:
+            yield SourceFile(rel=rel, problem=f"symlink to a folder outside the corpus ({_printable(str(target))}), not followed")
+        return
+    if kind_for(path) is None:
+        return
+    if base is None:
+        yield SourceFile(rel=rel, problem=f"symlink to a file outside the corpus ({_printable(str(target))}), not followed")
+    elif any(part.startswith(".") or part in SKIP_DIRS for part in target.relative_to(base).parts):
+        yield SourceFile(rel=rel, problem="symlink to a hidden or skipped file, not followed")
+    elif not stat.S_ISREG(mode):
+        yield SourceFile(rel=rel, problem=f"symlink to something that is not a regular file ({file_type_name(mode)})")
+    else:
+        yield SourceFile(rel=rel, path=target)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return PurePosixPath(path.relative_to(root)).as_posix() if path != root else path.name
+
+
+def _name_problem(name: str) -> str | None:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.scandir decoded undecodable bytes as surrogates
+        return "file name is not valid UTF-8 (rename it)"
+    if _CONTROL_RE.search(name):
+        return "file name contains control characters (rename it)"
+    return None
+
+
+def _printable(text: str) -> str:
+    """``text`` with undecodable bytes and control characters as backslash escapes."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    return exc.strerror or str(exc)
+
+
+# --------------------------------------------------------------------------- writing
 
 
 class _Writer:
-    """Buffers chunks across files, embeds and writes them in batches, then drops stale points.
+    """Embeds and writes chunks in batches of ``batch``, across and within files, and drops a
+    file's stale points only once all of its new chunks are written.
 
     A chunk whose point already exists with the same embedding context keeps its stored dense
     vector: after a settings or version change (new fingerprint) every file is re-chunked, but
@@ -87,53 +236,79 @@ class _Writer:
     (they cost nothing next to the model).
     """
 
-    def __init__(self, store: Store, encoder: OnnxMiniLM, collection: str, fingerprint: str, existing: set[str]) -> None:
+    def __init__(
+        self, store: Store, encoder: OnnxMiniLM, collection: str, fingerprint: str, existing: set[str],
+        batch: int = WRITE_BATCH,
+    ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
         self.fingerprint = fingerprint
         self.existing = existing
+        self.batch = batch
         self.buf: list[Chunk] = []
         self.doc_chunks: dict[str, int] = {}
-        self.pending_stale: list[str] = []  # ids to delete once their files are fully written
+        self.queued = 0  # chunks handed to add_file so far
         self.written = 0
         self.embedded = 0
+        self.stale: list[tuple[int, list[str]]] = []  # (queued count at the file's end, ids to delete)
 
-    def add_file(self, chunks: list[Chunk], stale: list[str]) -> None:
+    def add_file(self, chunks: list[Chunk], stale: list[str], on_batch: Callable[[int], None] | None = None) -> None:
+        """Queue a file's chunks; full batches are written now. ``on_batch`` hears how many of
+        this file's chunks are written after each batch (progress within a long file)."""
+        start = self.queued
         if chunks:
             self.doc_chunks[chunks[0].path] = len(chunks)
-            self.buf.extend(chunks)
-        self.pending_stale.extend(stale)
-        if len(self.buf) >= WRITE_BATCH:
-            self.flush()
+        self.buf.extend(chunks)
+        self.queued += len(chunks)
+        if stale:
+            self.stale.append((self.queued, stale))
+        while len(self.buf) >= self.batch:
+            self._write(self.buf[: self.batch])
+            del self.buf[: self.batch]
+            self._drop_stale()
+            if on_batch:
+                on_batch(min(len(chunks), max(0, self.written - start)))
 
     def flush(self) -> None:
         if self.buf:
-            texts = [embed_text(c) for c in self.buf]
-            ids = [point_id(c.chunk_id) for c in self.buf]
-            stored = self.store.stored_vectors(self.collection, [i for i in ids if i in self.existing])
-            vecs = np.zeros((len(self.buf), DIMENSION), dtype=np.float32)
-            todo = []
-            for k, (c, pid) in enumerate(zip(self.buf, ids)):
-                hit = stored.get(pid)
-                if hit is not None and hit[1] == chunk_context(c):
-                    vecs[k] = hit[0]
-                else:
-                    todo.append(k)
-            if todo:
-                vecs[todo] = self.encoder.encode_uncached([texts[k] for k in todo])
-            self.store.write_chunks(self.collection, self.buf, vecs, self.doc_chunks, self.fingerprint)
-            self.written += len(self.buf)
-            self.embedded += len(todo)
+            self._write(self.buf)
             self.buf = []
-        # only now is every chunk of these files in the store: the old versions can go
-        if self.pending_stale:
-            self.store.delete_points(self.collection, self.pending_stale)
-        self.pending_stale = []
+        self._drop_stale()
+
+    def _drop_stale(self) -> None:
+        # only now is every chunk of these files in the store: their old versions can go
+        due = [ids for end, ids in self.stale if end <= self.written]
+        self.stale = [(end, ids) for end, ids in self.stale if end > self.written]
+        if due:
+            self.store.delete_points(self.collection, [i for ids in due for i in ids])
+
+    def _write(self, chunks: list[Chunk]) -> None:
+        ids = [point_id(c.chunk_id) for c in chunks]
+        stored = self.store.stored_vectors(self.collection, [i for i in ids if i in self.existing])
+        vecs = np.zeros((len(chunks), DIMENSION), dtype=np.float32)
+        todo = []
+        for k, (c, pid) in enumerate(zip(chunks, ids)):
+            hit = stored.get(pid)
+            if hit is not None and hit[1] == chunk_context(c):
+                vecs[k] = hit[0]
+            else:
+                todo.append(k)
+        if todo:
+            vecs[todo] = self.encoder.encode_uncached([embed_text(chunks[k]) for k in todo])
+        self.store.write_chunks(self.collection, chunks, vecs, self.doc_chunks, self.fingerprint)
+        self.written += len(chunks)
+        self.embedded += len(todo)
+
+
+# --------------------------------------------------------------------------- ingest
 
 
 def index_fingerprint(settings: RagcoreSettings) -> str:
     """What a stored chunk depends on besides its file: chunker, BM25 and model versions and
     the chunk settings. A point written under another fingerprint is re-derived."""
-    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
+    key = (
+        f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
+        f"|{settings.max_chunk_chars}"
+    )
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -142,6 +317,25 @@ def corpus_version(file_hashes: dict[str, str]) -> str:
     for path in sorted(file_hashes):
         h.update(f"{path}\0{file_hashes[path]}\n".encode())
     return h.hexdigest()[:16]
+
+
+@dataclass
+class _Run:
+    """What one ingest run has learnt so far."""
+
+    state: dict[str, list[PointRef]]
+    fingerprint: str
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    hashes: dict[str, str] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    headings: set[str] = field(default_factory=set)
+
+    def keep_stored(self, rel: str) -> None:
+        """What an earlier ingest stored under ``rel`` (a file, or a folder's files) stays."""
+        for path in [p for p in self.state if p == rel or p.startswith(rel + "/")]:
+            self.seen.add(path)
+            if self.state.get(path):
+                self.hashes[path] = self.state[path][0].doc_hash
 
 
 def ingest(
@@ -160,58 +354,106 @@ def ingest(
     state: dict[str, list[PointRef]] = defaultdict(list)
     for ref in store.point_refs(collection):
         state[ref.path].append(ref)
-
-    fingerprint = index_fingerprint(settings)
-    writer = _Writer(store, encoder, collection, fingerprint, {r.id for refs in state.values() for r in refs})
-    outcomes: list[FileOutcome] = []
-    hashes: dict[str, str] = {}
-    seen: set[str] = set()
-    headings: set[str] = set()
+    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings))
+    existing = {r.id for refs in state.values() for r in refs}
+    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH)
+    total = len(sources)
     for i, src in enumerate(sources):
-        seen.add(src.rel)
         if progress:
-            progress(i, len(sources), src.rel)
-        refs = state.get(src.rel, [])
-        try:
-            data = src.data if src.data is not None else read_bytes(src.path, max_bytes=settings.max_file_bytes)
-            digest = hashlib.sha256(data).hexdigest()
-            if refs and all(r.doc_hash == digest and r.fp == fingerprint for r in refs) and len(refs) == refs[0].doc_chunks:
-                outcomes.append(FileOutcome(src.rel, "unchanged", len(refs)))
-                hashes[src.rel] = digest
-                continue
-            doc = load_bytes(data, src.rel, max_bytes=settings.max_file_bytes)  # bytes read (and hashed) once
-            chunks = chunk_document(doc, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
-            if not chunks:
-                raise LoadError("no text to index")
-        except LoadError as exc:
-            outcomes.append(FileOutcome(src.rel, "failed", len(refs), reason=exc.reason))
-            if refs:  # keep what an earlier ingest stored
-                hashes[src.rel] = refs[0].doc_hash
-            continue
-        new_ids = {point_id(c.chunk_id) for c in chunks}
-        writer.add_file(chunks, [r.id for r in refs if r.id not in new_ids])
-        headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
-        hashes[src.rel] = doc.doc_hash
-        outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
+            progress(i, total, src.rel)
+        on_batch = _batch_progress(progress, i, total, src.rel)
+        _ingest_file(src, run, writer, settings, on_batch)
     writer.flush()
-    if headings:  # the topic index (topics.py) needs them at the first question; embed them now
+    if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
         if progress:
-            progress(len(sources), len(sources), f"embedding {len(headings)} section headings")
-        ensure_heading_vectors(store, encoder, headings)
-
-    if prune:
-        gone = sorted(set(state) - seen)
-        for path in gone:
-            store.delete_points(collection, [r.id for r in state[path]])
-            outcomes.append(FileOutcome(path, "removed", len(state[path])))
-    else:
-        for path, refs in state.items():
-            if path not in seen:
-                hashes[path] = refs[0].doc_hash
+            progress(total, total, f"embedding {len(run.headings)} section headings")
+        ensure_heading_vectors(store, encoder, run.headings)
+    _prune(run, store, collection, prune)
     if progress:
-        progress(len(sources), len(sources), "")
+        progress(total, total, "")
+    return _finish(run, store, collection, root, settings, writer, t0)
 
-    version = corpus_version(hashes)
+
+def _batch_progress(progress: Progress | None, i: int, total: int, rel: str) -> Callable[[int], None] | None:
+    if progress is None:
+        return None
+    return lambda done: progress(i, total, f"{rel}: {done} chunks written")
+
+
+def _ingest_file(
+    src: SourceFile, run: _Run, writer: _Writer, settings: RagcoreSettings, on_batch: Callable[[int], None] | None
+) -> None:
+    refs = run.state.get(src.rel, [])
+    if src.data is not None and src.problem is None and (bad := _name_problem(src.rel)):
+        src = SourceFile(rel=_printable(src.rel), problem=bad)  # an upload's name is the user's input too
+    if src.problem is not None:
+        run.outcomes.append(FileOutcome(src.rel, "failed", len(refs), reason=src.problem))
+        if src.keep:  # e.g. an unreadable folder: what it held before is kept
+            run.keep_stored(src.rel)
+        return  # otherwise not "seen": what an earlier ingest took from it is pruned
+    run.seen.add(src.rel)
+    try:
+        data = src.data if src.data is not None else read_bytes(
+            src.path, max_bytes=settings.max_file_bytes, follow_symlinks=False
+        )
+        digest = hashlib.sha256(data).hexdigest()
+        if refs and all(r.doc_hash == digest and r.fp == run.fingerprint for r in refs) and len(refs) == refs[0].doc_chunks:
+            run.outcomes.append(FileOutcome(src.rel, "unchanged", len(refs)))
+            run.hashes[src.rel] = digest
+            return
+        doc, chunks = _load_and_chunk(data, src.rel, settings)
+        del data  # the file's bytes are not needed any more; long files are large
+    except LoadError as exc:
+        run.outcomes.append(FileOutcome(src.rel, "failed", len(refs), reason=exc.reason))
+        run.keep_stored(src.rel)  # bad input loses nothing
+        return
+    new_ids = {point_id(c.chunk_id) for c in chunks}
+    writer.add_file(chunks, [r.id for r in refs if r.id not in new_ids], on_batch)
+    run.headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
+    run.hashes[src.rel] = doc.doc_hash
+    run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
+
+
+def _load_and_chunk(data: bytes, rel: str, settings: RagcoreSettings) -> tuple[LoadedDocument, list[Chunk]]:
+    """The document and its chunks, or LoadError when there is nothing to index or too much.
+
+    A chunk holds at most ``chunk_size`` words and a non-blank line at least one word, so a
+    file with more non-blank lines than ``max_file_chunks × chunk_size`` cannot fit: it is
+    refused before its lines are built (they cost ~200 bytes each).
+    """
+    limit = settings.max_file_chunks
+    try:
+        doc = load_bytes(data, rel, max_bytes=settings.max_file_bytes, max_lines=limit * settings.chunk_size)
+    except LineLimitError as exc:
+        raise LoadError(
+            f"too large: {exc.lines:,} lines of text, more than fit in {limit:,} chunks of {settings.chunk_size} "
+            f"words, the limit per file {CHUNK_LIMIT_HINT}"
+        ) from None
+    chunks = chunk_document(
+        doc, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
+        max_chunk_chars=settings.max_chunk_chars,
+    )
+    if not chunks:
+        raise LoadError("no text to index")
+    if len(chunks) > limit:
+        raise LoadError(f"too large: {len(chunks):,} chunks, over the limit of {limit:,} per file {CHUNK_LIMIT_HINT}")
+    return doc, chunks
+
+
+def _prune(run: _Run, store: Store, collection: str, prune: bool) -> None:
+    for path in sorted(set(run.state) - run.seen):
+        refs = run.state[path]
+        if prune:
+            store.delete_points(collection, [r.id for r in refs])
+            run.outcomes.append(FileOutcome(path, "removed", len(refs)))
+        else:
+            run.hashes[path] = refs[0].doc_hash
+
+
+def _finish(
+    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: _Writer, t0: float
+) -> IngestReport:
+    version = corpus_version(run.hashes)
     built_at = utc_now()
     if root == UPLOAD_ROOT:  # uploads join a collection: its folder on disk is still where it was
         root = store.read_meta(collection).get("root") or root
@@ -221,12 +463,11 @@ def ingest(
             "corpus_version": version,
             "built_at": built_at,
             "root": root,
-            "documents": len(hashes),
+            "documents": len(run.hashes),
             "settings": {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap},
         },
     )
     return IngestReport(
-        collection=collection, root=root, outcomes=tuple(outcomes), corpus_version=version, built_at=built_at,
+        collection=collection, root=root, outcomes=tuple(run.outcomes), corpus_version=version, built_at=built_at,
         seconds=time.perf_counter() - t0, chunks_written=writer.written, chunks_embedded=writer.embedded,
     )
-
