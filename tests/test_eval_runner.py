@@ -12,17 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.eval.baselines import LLAMAINDEX_LABEL, LlamaIndexBaseline
+from ragcore.config import RagcoreSettings
+from ragcore.eval.baselines import (
+    BM25_LABEL, LLAMAINDEX_LABEL, BaselineAnswer, BaselineHit, LlamaIndexBaseline, baseline_record,
+)
 from ragcore.eval.cli import add_eval_parser
-from ragcore.eval.dataset import load_dataset
+from ragcore.eval.dataset import EvalQuestion, load_dataset
 from ragcore.eval.metrics import QuestionResult
 from ragcore.eval.report import (
     format_table, load_saved_runs, markdown, report_from_dict, save_run, trend_rows, write_json,
 )
 from ragcore.eval.runner import (
-    DocPathMapper, QuestionRecord, abstain_curve, infer_prefix, recommend_bar,
+    DocPathMapper, QuestionRecord, abstain_curve, clear_encoder_cache, infer_prefix, recommend_bar,
 )
-from ragcore.eval.sweep import SweepError, evaluate, parse_sweep, sweep_rows, write_charts
+from ragcore.eval.sweep import (
+    BaseCollection, ChunkCollection, SweepError, evaluate, parse_sweep, plan_runs, sweep_rows, write_charts,
+)
 from tests.app_support import app_env  # noqa: F401  (fixture)
 from tests.conftest import DJANGO, django_subset
 
@@ -212,6 +217,56 @@ def test_infer_prefix_and_mapper() -> None:
     assert m.stored("ref/b.html") == "corpus/ref/b.html"
 
 
+def test_plan_runs_labels_dedupes_and_chunk_collections(tmp_path: Path) -> None:
+    base = BaseCollection(RagcoreSettings(data_dir=tmp_path, collection="dj", chunk_size=800, chunk_overlap=200,
+                                          retrieval_mode="hybrid", calibrated_bar=True), corpus_version="v1")
+    sweeps = [parse_sweep("top_k=3,5"), parse_sweep("chunk_size=800,150"), parse_sweep("retrieval_mode=sparse"),
+              parse_sweep("abstain_bar=0.3")]
+    plan = plan_runs(base, "dj", sweeps, ["bm25", "llamaindex"], None)
+    labels = [p.label for p in plan.runs]
+    assert labels == ["ragcore hybrid (base)", "top_k=3", "top_k=5", "chunk_size=800", "chunk_size=150",
+                      "retrieval_mode=sparse", "abstain_bar=0.3", BM25_LABEL]  # LlamaIndex runs apart
+    assert [g.labels for g in plan.groups][1] == ("chunk_size=800", "chunk_size=150")
+    run = {p.label: p for p in plan.runs}
+    # the base chunking reads the base collection; a new size gets its own, its overlap lowered below it
+    assert run["chunk_size=800"].collection == "dj"
+    assert run["chunk_size=150"].collection == "dj__cs150o30" and run["chunk_size=150"].settings.chunk_overlap == 30
+    assert plan.notes == ("chunk_size=150: chunk_overlap lowered to 30 (must be below the size)",)
+    assert plan.chunk_collections("dj") == (ChunkCollection("dj__cs150o30", 150, 30),)
+    assert run["abstain_bar=0.3"].settings.calibrated_bar is False
+    # chunk_size=800 is the base again and BM25 alone is retrieval_mode=sparse: 8 labels, 6 runs
+    assert run[BM25_LABEL].key() == run["retrieval_mode=sparse"].key()
+    assert plan.distinct_runs() == 6
+    assert plan_runs(base, "dj", (), (), "mine").base_label == "mine"
+
+
+def test_clear_encoder_cache_empties_the_real_encoders_cache(encoder) -> None:
+    """The real ONNX encoder; the engine around it is a stand-in (only ``.encoder`` is read)."""
+    from types import SimpleNamespace
+
+    encoder.encode(["a question to cache"])
+    assert "a question to cache" in encoder.cached_texts()
+    assert clear_encoder_cache(SimpleNamespace(encoder=encoder)) is True
+    assert encoder.cached_texts() == []
+    assert clear_encoder_cache(SimpleNamespace(encoder=object())) is False
+    assert clear_encoder_cache(object()) is False
+
+
+def test_baseline_record_keeps_each_document_at_its_best_node() -> None:
+    q = EvalQuestion(id="q1", question="How?", answer="Like so.", relevant=("b.html#x",), relevant_docs=("b.html",),
+                     answerable=True)
+    hits = (BaselineHit("a.html", 0.9, 1, 5), BaselineHit("b.html", 0.8, 10, 20), BaselineHit("a.html", 0.7, 30, 40),
+            BaselineHit("c.html", 0.6, 2, 3))
+    rec = baseline_record(q, BaselineAnswer(hits, None, 12.5), DocPathMapper("corpus/"))
+    assert rec.result.status == "ok" and rec.result.retrieved_docs == ("a.html", "b.html", "a.html", "c.html")
+    assert rec.result.latency_ms == {"retrieve": 12.5, "total": 12.5}
+    assert [(h.path, h.rank, h.chunk_rank, h.start_line, h.relevant) for h in rec.hits] == [
+        ("a.html", 1, 1, 1, False), ("b.html", 2, 2, 10, True), ("c.html", 3, 4, 2, False)]
+    assert rec.hits[1].stored_path == "corpus/b.html" and rec.best_support is None
+    failed = baseline_record(q, BaselineAnswer((), "RuntimeError: boom", 1.0), DocPathMapper())
+    assert failed.result.status == "error" and failed.error_message == "RuntimeError: boom" and failed.hits == ()
+
+
 def _rec(qid: str, answerable: bool, best: float | None) -> QuestionRecord:
     return QuestionRecord(QuestionResult(id=qid, question=qid, answerable=answerable, status="ok"), best_support=best)
 
@@ -250,9 +305,10 @@ def test_evaluate_page_runs_and_saves(app_env, tmp_path: Path) -> None:
     (ds / "unanswerable.jsonl").write_text(json.dumps(
         {"id": "u1", "question": "Why is there no goto?", "relevant": [], "answerable": False}) + "\n")
 
-    at = AppTest.from_file(str(ROOT / "pages" / "evaluate.py"), default_timeout=240)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
     at.session_state["cfg_collection"] = "guide"
     at.run()
+    at.switch_page("pages/evaluate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     at.text_input(key="ev_folder").set_value(str(ds)).run()
     assert "2 answerable, 1 unanswerable" in "\n".join(c.value for c in at.caption)
@@ -285,9 +341,10 @@ def test_evaluate_page_calibrates_the_collections_bar(app_env, tmp_path: Path) -
     (ds / "unanswerable.jsonl").write_text(json.dumps(
         {"id": "u1", "question": "Who won the 1998 World Cup?", "answerable": False}) + "\n")
     try:
-        at = AppTest.from_file(str(ROOT / "pages" / "evaluate.py"), default_timeout=240)
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
         at.session_state["cfg_collection"] = "guide"
         at.run()
+        at.switch_page("pages/evaluate.py").run()
         # Markdown-escaped on the page: "guide\\-qa"
         assert any("(calibrated on guide\\-qa)" in c.value for c in at.caption)
         at.text_input(key="ev_folder").set_value(str(ds)).run()

@@ -47,11 +47,13 @@ from .runner import (
 
 __all__ = [
     "BASELINES",
+    "BaselineAnswer",
     "BaselineHit",
     "BM25_LABEL",
     "LLAMAINDEX_LABEL",
     "LlamaIndexBaseline",
     "baseline_cache_key",
+    "baseline_record",
     "bm25_settings",
     "run_bm25_baseline",
     "run_llamaindex_baseline",
@@ -64,7 +66,7 @@ CACHE_DIR = "eval_cache"
 _FORMAT = "1"  # bump when what is persisted changes
 
 
-def bm25_settings(settings: RagcoreSettings) -> Settings:
+def bm25_settings(settings: RagcoreSettings) -> RagcoreSettings:
     return settings.with_(retrieval_mode="sparse")
 
 
@@ -133,6 +135,12 @@ class LlamaIndexBaseline:
         from llama_index.core.node_parser import SentenceSplitter
 
         return SentenceSplitter()  # LlamaIndex's defaults (1024 / 200 tokens)
+
+    @classmethod
+    def splitter_sizes(cls) -> tuple[int, int]:
+        """(chunk_size, chunk_overlap) in tokens of the splitter the index is built with."""
+        sp = cls._splitter()
+        return sp.chunk_size, sp.chunk_overlap
 
     def index(self, progress: Callable[[str], None] | None = None) -> Any:
         """Load the persisted index for this corpus, or build (and persist) it."""
@@ -243,48 +251,70 @@ def run_llamaindex_baseline(
     for i, q in enumerate(qs):
         if progress:
             progress(i, len(qs), f"{label}: {q.id}")
-        t = time.perf_counter()
-        try:
-            got = baseline.retrieve(q.question, k)
-            error = None
-        except Exception as exc:  # noqa: BLE001 - reported per question
-            got, error = [], f"{type(exc).__name__}: {exc}"
-        ms = (time.perf_counter() - t) * 1e3
-        relevant = set(q.relevant_docs)
-        hits: list[DocHit] = []
-        seen: set[str] = set()
-        for r, h in enumerate(got, start=1):
-            if h.path in seen:
-                continue
-            seen.add(h.path)
-            if len(hits) < 20:
-                hits.append(DocHit(path=h.path, stored_path=mapper.stored(h.path), rank=len(seen), chunk_rank=r,
-                                   start_line=h.start_line, end_line=h.end_line, relevant=h.path in relevant))
-        result = QuestionResult(
-            id=q.id, question=q.question, answerable=q.answerable, status="error" if error else "ok",
-            retrieved_docs=tuple(h.path for h in got), relevant_docs=q.relevant_docs, reference=q.answer,
-            latency_ms={"retrieve": ms, "total": ms},
-        )
-        records.append(QuestionRecord(result=result, hits=tuple(hits), relevant=q.relevant, error_message=error))
+        records.append(baseline_record(q, _ask(baseline, q.question, k), mapper))
     if progress:
         progress(len(qs), len(qs), f"{label}: done")
-    summary = replace(summarize_records(records), **{m: None for m in ANSWER_METRICS})
-    from llama_index.core.node_parser import SentenceSplitter
+    splitter = LlamaIndexBaseline.splitter_sizes()
+    return EvalRun(
+        label=label, kind="llamaindex", collection=collection,
+        config={"index": "VectorStoreIndex", "splitter": f"SentenceSplitter({splitter[0]}/{splitter[1]})",
+                "similarity_top_k": k, "embedding": "OnnxEmbedding (same MiniLM)"},
+        records=tuple(records), summary=replace(summarize_records(records), **{m: None for m in ANSWER_METRICS}),
+        retrieval_only=True, seconds=time.perf_counter() - t0, notes=_baseline_notes(baseline, splitter),
+    )
 
-    sp = SentenceSplitter()
+
+@dataclass(frozen=True)
+class BaselineAnswer:
+    """What the baseline returned for one question: its ranked hits, or the error."""
+
+    hits: tuple[BaselineHit, ...]
+    error: str | None
+    ms: float  # retrieval time
+
+
+def _ask(baseline: LlamaIndexBaseline, question: str, k: int) -> BaselineAnswer:
+    t = time.perf_counter()
+    try:
+        got, error = tuple(baseline.retrieve(question, k)), None
+    except Exception as exc:  # noqa: BLE001 - reported per question
+        got, error = (), f"{type(exc).__name__}: {exc}"
+    return BaselineAnswer(got, error, (time.perf_counter() - t) * 1e3)
+
+
+def baseline_record(q: EvalQuestion, answer: BaselineAnswer, mapper: DocPathMapper) -> QuestionRecord:
+    """A :class:`QuestionRecord` with retrieval only: the ranking, no answer, no support score."""
+    result = QuestionResult(
+        id=q.id, question=q.question, answerable=q.answerable, status="error" if answer.error else "ok",
+        retrieved_docs=tuple(h.path for h in answer.hits), relevant_docs=q.relevant_docs, reference=q.answer,
+        latency_ms={"retrieve": answer.ms, "total": answer.ms},
+    )
+    hits = _distinct_hits(answer.hits, set(q.relevant_docs), mapper)
+    return QuestionRecord(result=result, hits=hits, relevant=q.relevant, error_message=answer.error)
+
+
+def _distinct_hits(got: Sequence[BaselineHit], relevant: set[str], mapper: DocPathMapper,
+                   max_hits: int = 20) -> tuple[DocHit, ...]:
+    """Each document at its first (best) node, as ragcore's runner records its hits."""
+    hits: list[DocHit] = []
+    seen: set[str] = set()
+    for r, h in enumerate(got, start=1):
+        if h.path in seen:
+            continue
+        seen.add(h.path)
+        if len(hits) < max_hits:
+            hits.append(DocHit(path=h.path, stored_path=mapper.stored(h.path), rank=len(seen), chunk_rank=r,
+                               start_line=h.start_line, end_line=h.end_line, relevant=h.path in relevant))
+    return tuple(hits)
+
+
+def _baseline_notes(baseline: LlamaIndexBaseline, splitter: tuple[int, int]) -> tuple[str, ...]:
     notes = [
-        f"{baseline.node_count} nodes; SentenceSplitter defaults ({sp.chunk_size}/{sp.chunk_overlap} tokens); "
+        f"{baseline.node_count} nodes; SentenceSplitter defaults ({splitter[0]}/{splitter[1]} tokens); "
         f"text from ragcore's loaders; retrieval metrics only (no answer composer)",
         ("index built and embedded in this run" if baseline.built else "index loaded from cache")
         + f" ({baseline.build_seconds:.1f} s){f', {baseline.cache_dir}' if baseline.cache_dir else ''}",
     ]
     if baseline.failed:
         notes.append(f"{len(baseline.failed)} files the loaders refused were left out")
-    return EvalRun(
-        label=label, kind="llamaindex", collection=collection,
-        config={"index": "VectorStoreIndex", "splitter": f"SentenceSplitter({sp.chunk_size}/{sp.chunk_overlap})",
-                "similarity_top_k": k, "embedding": "OnnxEmbedding (same MiniLM)"},
-        records=tuple(records), summary=summary, retrieval_only=True, seconds=time.perf_counter() - t0,
-        notes=tuple(notes),
-    )
-
+    return tuple(notes)

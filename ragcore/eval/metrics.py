@@ -290,42 +290,71 @@ def summarize(results: Sequence[QuestionResult]) -> Summary:
     ans = [r for r in results if r.answerable]
     una = [r for r in results if not r.answerable]
     judged = [r for r in ans if r.relevant_docs]
-    answered = [r for r in ans if r.answered]
+    ranking = _ranking_means(judged)
+    latency = _stage_latencies(results)
+    return Summary(
+        n_answerable=len(ans),
+        n_unanswerable=len(una),
+        recall_at_1=ranking.recall[1],
+        recall_at_5=ranking.recall[5],
+        recall_at_10=ranking.recall[10],
+        recall_at_20=ranking.recall[20],
+        mrr_at_10=ranking.mrr_at_10,
+        ndcg_at_10=ranking.ndcg_at_10,
+        answer_rate=answer_rate([r.status for r in ans]) if ans else None,
+        abstain_rate=abstain_rate([r.status for r in una]) if una else None,
+        citation_precision=_pooled_citation_precision(judged),
+        supported_share=_supported_share([r for r in ans if r.answered]),
+        token_f1=_mean([token_f1(r.answer, r.reference) if r.answered else 0.0 for r in ans if r.reference]),
+        latency_p50_ms=latency.p50,
+        latency_p95_ms=latency.p95,
+    )
 
-    recalls = {
-        k: _mean([recall_at_k(r.retrieved_docs, r.relevant_docs, k) for r in judged])
-        for k in RECALL_KS
-    }
 
+@dataclass(frozen=True)
+class _RankingMeans:
+    """The retrieval means of :func:`summarize` over the judged answerable questions."""
+
+    recall: Mapping[int, float | None]  # k -> mean recall@k, for k in RECALL_KS
+    mrr_at_10: float | None
+    ndcg_at_10: float | None
+
+
+def _ranking_means(judged: Sequence[QuestionResult]) -> _RankingMeans:
+    return _RankingMeans(
+        recall={k: _mean([recall_at_k(r.retrieved_docs, r.relevant_docs, k) for r in judged]) for k in RECALL_KS},
+        mrr_at_10=_mean([mrr_at_k(r.retrieved_docs, r.relevant_docs, 10) for r in judged]),
+        ndcg_at_10=_mean([ndcg_at_k(r.retrieved_docs, r.relevant_docs, 10) for r in judged]),
+    )
+
+
+def _pooled_citation_precision(judged: Sequence[QuestionResult]) -> float | None:
+    """``Σ relevant citations / Σ citations`` (micro average: a question with more citations
+    weighs more, unlike a mean of :func:`citation_precision`)."""
     n_cites = sum(len(r.cited_docs) for r in judged)
     n_hit = sum(1 for r in judged for d in r.cited_docs if d in set(r.relevant_docs))
-    total_sent = sum(r.total_sentences for r in answered)
+    return n_hit / n_cites if n_cites else None
 
-    f1s = [token_f1(r.answer, r.reference) if r.answered else 0.0 for r in ans if r.reference]
 
+def _supported_share(answered: Sequence[QuestionResult]) -> float | None:
+    """Supported sentences over all sentences, pooled by sentence."""
+    total = sum(r.total_sentences for r in answered)
+    return sum(r.supported_sentences for r in answered) / total if total else None
+
+
+@dataclass(frozen=True)
+class _StageLatencies:
+    p50: Mapping[str, float]  # stage -> ms
+    p95: Mapping[str, float]
+
+
+def _stage_latencies(results: Sequence[QuestionResult]) -> _StageLatencies:
+    """Per stage, the 50th and 95th percentile over every result that reports the stage."""
     stages: dict[str, list[float]] = {}
     for r in results:
         for stage, ms in r.latency_ms.items():
             stages.setdefault(stage, []).append(float(ms))
-    p50 = {s: float(np.percentile(ms, 50)) for s, ms in stages.items()}
-    p95 = {s: float(np.percentile(ms, 95)) for s, ms in stages.items()}
-
-    return Summary(
-        n_answerable=len(ans),
-        n_unanswerable=len(una),
-        recall_at_1=recalls[1],
-        recall_at_5=recalls[5],
-        recall_at_10=recalls[10],
-        recall_at_20=recalls[20],
-        mrr_at_10=_mean([mrr_at_k(r.retrieved_docs, r.relevant_docs, 10) for r in judged]),
-        ndcg_at_10=_mean([ndcg_at_k(r.retrieved_docs, r.relevant_docs, 10) for r in judged]),
-        answer_rate=answer_rate([r.status for r in ans]) if ans else None,
-        abstain_rate=abstain_rate([r.status for r in una]) if una else None,
-        citation_precision=n_hit / n_cites if n_cites else None,
-        supported_share=sum(r.supported_sentences for r in answered) / total_sent
-        if total_sent
-        else None,
-        token_f1=_mean(f1s),
-        latency_p50_ms=p50,
-        latency_p95_ms=p95,
+    return _StageLatencies(
+        p50={s: float(np.percentile(ms, 50)) for s, ms in stages.items()},
+        p95={s: float(np.percentile(ms, 95)) for s, ms in stages.items()},
     )

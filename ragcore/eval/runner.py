@@ -350,11 +350,12 @@ def run_config(
 
 def clear_encoder_cache(engine: Any) -> bool:
     """Empty the engine's encoder cache (:class:`~ragcore.embeddings.OnnxMiniLM` keeps query
-    and sentence vectors); ``False`` when the encoder has none."""
-    cache = getattr(getattr(engine, "encoder", None), "_cache", None)
-    if cache is None or not hasattr(cache, "clear"):
+    and sentence vectors) through its public ``clear_cache()``; ``False`` when the encoder has
+    no cache to clear (another encoder class, or no encoder)."""
+    clear = getattr(getattr(engine, "encoder", None), "clear_cache", None)
+    if not callable(clear):
         return False
-    cache.clear()
+    clear()
     return True
 
 
@@ -423,7 +424,8 @@ def recommend_bar_for_scores(
     best = max(key(p) for p in curve)
     plateau = [p for p in curve if key(p) == best]
     mid = plateau[len(plateau) // 2]
-    return BarChoice(mid.bar, mid.answer_rate, mid.abstain_rate, mid.answer_rate >= target and mid.abstain_rate >= target)
+    bar = min(max(mid.bar, 0.0), 1.0)  # the scan runs a little past the scores; a bar is a 0..1 value
+    return BarChoice(bar, mid.answer_rate, mid.abstain_rate, mid.answer_rate >= target and mid.abstain_rate >= target)
 
 
 __all__ += ["clear_encoder_cache", "AbstainPoint", "BarChoice", "recommend_bar", "recommend_bar_for_scores", "settings_config", "ANSWER_METRICS", "CONFIG_KEYS"]

@@ -27,18 +27,25 @@ from typing import Any, Callable, Literal, Mapping, Sequence, get_args, get_orig
 
 from ..config import RagcoreSettings
 from .dataset import EvalDataset
-from .runner import CONFIG_KEYS, EvalRun, Progress, mapper_for, run_config, settings_config
+from .runner import CONFIG_KEYS, DocPathMapper, EvalRun, Progress, mapper_for, run_config, settings_config
 
 __all__ = [
+    "BaseCollection",
+    "ChunkCollection",
     "EvalReport",
+    "PlannedRun",
+    "RunPlan",
     "Sweep",
     "SweepError",
     "SweepGroup",
     "SWEEPABLE",
+    "base_collection",
     "chart_paths",
     "coerce_value",
     "evaluate",
+    "limit_questions",
     "parse_sweep",
+    "plan_runs",
     "missing_relevant",
     "stale_chunks",
     "write_charts",
@@ -152,10 +159,55 @@ def _machine() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class _Planned:
+class PlannedRun:
+    """One configuration to run: its report label, its settings and the collection it reads."""
+
     label: str
     settings: RagcoreSettings
     collection: str
+
+    def key(self) -> tuple:
+        """Equal keys are the same configuration: run once, reported under each label."""
+        return (self.collection, *(getattr(self.settings, k) for k in CONFIG_KEYS))
+
+
+@dataclass(frozen=True)
+class BaseCollection:
+    """The base configuration as the base collection fixes it: its chunking (what its chunks
+    were built with) and, when calibrated, the bar in force."""
+
+    settings: RagcoreSettings
+    corpus_version: str | None
+
+    @property
+    def chunking(self) -> tuple[int, int]:
+        return (self.settings.chunk_size, self.settings.chunk_overlap)
+
+
+@dataclass(frozen=True, order=True)
+class ChunkCollection:
+    """A collection a chunk_size/chunk_overlap sweep value needs (the corpus re-chunked)."""
+
+    name: str
+    chunk_size: int
+    chunk_overlap: int
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Every configuration of an evaluation, in report order, before anything runs."""
+
+    base_label: str
+    runs: tuple[PlannedRun, ...]
+    groups: tuple[SweepGroup, ...]
+    notes: tuple[str, ...]
+
+    def chunk_collections(self, base_collection: str) -> tuple[ChunkCollection, ...]:
+        return tuple(sorted({ChunkCollection(p.collection, p.settings.chunk_size, p.settings.chunk_overlap)
+                             for p in self.runs if p.collection != base_collection}))
+
+    def distinct_runs(self) -> int:
+        return len({p.key() for p in self.runs})
 
 
 def _chunk_collection(collection: str, settings: RagcoreSettings, base: RagcoreSettings) -> str:
@@ -192,35 +244,76 @@ def evaluate(
     ``keep_temp=False`` drops the chunk-size collections at the end (default: keep them, so a
     re-run does not re-embed the corpus).
     """
-    from .baselines import BM25_LABEL, LLAMAINDEX_LABEL, LlamaIndexBaseline, bm25_settings, run_llamaindex_baseline
-
     t_start = time.perf_counter()
     say = say or (lambda _msg: None)
-    unknown = [b for b in baselines if b not in ("llamaindex", "bm25")]
-    if unknown:
-        raise SweepError(f"unknown baseline(s) {', '.join(unknown)}; choose from llamaindex, bm25")
-    questions = list(dataset.questions)
-    if limit:
-        questions = list(dataset.answerable[:limit]) + list(dataset.unanswerable[:limit])
-    ds = replace(dataset, questions=tuple(questions))
-    base = settings.with_(collection=collection)
-    notes: list[str] = []
+    _check_baselines(baselines)
+    ds = limit_questions(dataset, limit)
+    base = base_collection(engine, dataset, collection, settings)
+    notes = _collection_warnings(engine, collection, base.settings, ds, say)
+    plan = plan_runs(base, collection, sweeps, baselines, base_label)
+    notes += plan.notes
+    chunk_cols = plan.chunk_collections(collection)
+    notes += _ingest_chunk_collections(engine, dataset, base.settings, chunk_cols, progress, say, keep_temp=keep_temp)
+    counter = _QuestionCounter(progress, len(ds.questions), plan.distinct_runs() + ("llamaindex" in baselines))
+    runs, base_mapper = _run_planned(engine, ds, plan, collection, counter, say, cold_cache=cold_cache)
+    if "llamaindex" in baselines and ds.corpus_dir is None:
+        notes.append("LlamaIndex baseline skipped: the data set has no corpus/ folder")
+    elif "llamaindex" in baselines:
+        runs += (_run_llamaindex(engine, ds, base.settings, collection, base_mapper, counter, say),)
+    if not keep_temp:
+        for col in chunk_cols:
+            engine.store.drop(col.name)
+    counter.finish()
+    if cold_cache:
+        notes.append("latency: the encoder's vector cache was emptied before each configuration (every run starts cold)")
+    return EvalReport(
+        dataset=dataset.name, dataset_path=str(dataset.root) if dataset.root else None, collection=collection,
+        base_label=plan.base_label, runs=list(runs), sweeps=list(plan.groups), notes=notes,
+        seconds=time.perf_counter() - t_start, machine=_machine(), base_config=settings_config(base.settings),
+        corpus_version=base.corpus_version,
+    )
 
+
+def _check_baselines(baselines: Sequence[str]) -> None:
+    from .baselines import BASELINES
+
+    unknown = [b for b in baselines if b not in BASELINES]
+    if unknown:
+        raise SweepError(f"unknown baseline(s) {', '.join(unknown)}; choose from {', '.join(BASELINES)}")
+
+
+def limit_questions(dataset: EvalDataset, limit: int | None) -> EvalDataset:
+    """The data set with its first ``limit`` answerable and first ``limit`` unanswerable
+    questions (all of them when ``limit`` is falsy)."""
+    if not limit:
+        return replace(dataset, questions=tuple(dataset.questions))
+    return replace(dataset, questions=(*dataset.answerable[:limit], *dataset.unanswerable[:limit]))
+
+
+def base_collection(engine: Any, dataset: EvalDataset, collection: str, settings: RagcoreSettings) -> BaseCollection:
+    """``settings`` on ``collection`` with the collection's own chunking and, when the bar is
+    calibrated, the bar in force fixed (so a swept bar equal to it is the same run, and a
+    chunk-size sweep's collections, never calibrated, are judged at the same bar)."""
+    base = settings.with_(collection=collection)
     info = engine.store.info(collection) if engine.store.exists(collection) else None
     if info is None or info.chunks == 0:
         raise SweepError(f"the collection {collection!r} is empty or does not exist; ingest the corpus first: "
                          f"ragcore ingest {dataset.corpus_dir or 'CORPUS'} --collection {collection}")
     stored = dict(info.settings or {})
-    # the base collection's own chunking (what its chunks were built with), for chunk sweeps
-    base_chunking = (int(stored.get("chunk_size", base.chunk_size)), int(stored.get("chunk_overlap", base.chunk_overlap)))
-    if base_chunking != (base.chunk_size, base.chunk_overlap):
-        base = base.with_(chunk_size=base_chunking[0], chunk_overlap=base_chunking[1])
-
+    chunking = (int(stored.get("chunk_size", base.chunk_size)), int(stored.get("chunk_overlap", base.chunk_overlap)))
+    if chunking != (base.chunk_size, base.chunk_overlap):
+        base = base.with_(chunk_size=chunking[0], chunk_overlap=chunking[1])
     if base.calibrated_bar:
-        # the bar in force, fixed: a swept bar equal to it is the same run, and a chunk-size
-        # sweep's collections (never calibrated) are judged at the same bar
         base = base.with_(abstain_bar=engine.abstain_bar(base, collection)[0], calibrated_bar=False)
+    return BaseCollection(base, info.corpus_version)
 
+
+def _collection_warnings(
+    engine: Any, collection: str, base: RagcoreSettings, dataset: EvalDataset, say: Callable[[str], None],
+) -> list[str]:
+    """Warnings that make the numbers untrustworthy: chunks built by other code, relevant
+    documents the collection does not hold. Each is also said."""
+    notes: list[str] = []
     stale = stale_chunks(engine, collection, base)
     if stale:
         notes.append(
@@ -229,8 +322,7 @@ def evaluate(
             f"(BM25 above all). Re-run `ragcore ingest` on the corpus before trusting these numbers."
         )
         say(notes[-1])
-
-    missing = missing_relevant(engine, collection, ds)
+    missing = missing_relevant(engine, collection, dataset)
     if missing:
         notes.append(
             f"WARNING: {len(missing[0])} of {missing[1]} relevant documents of the data set are not in the collection "
@@ -238,101 +330,141 @@ def evaluate(
             f"cannot reach 1 for questions that need them."
         )
         say(notes[-1])
+    return notes
 
-    label0 = base_label or f"ragcore {base.retrieval_mode} (base)"
-    planned: list[_Planned] = [_Planned(label0, base, collection)]
+
+def plan_runs(
+    base: BaseCollection, collection: str, sweeps: Sequence[Sweep], baselines: Sequence[str], base_label: str | None,
+) -> RunPlan:
+    """The base run, then each sweep's values in order, then the BM25 baseline (the
+    LlamaIndex baseline is not a ragcore configuration and runs apart)."""
+    from .baselines import BM25_LABEL, bm25_settings
+
+    label0 = base_label or f"ragcore {base.settings.retrieval_mode} (base)"
+    runs = [PlannedRun(label0, base.settings, collection)]
     groups: list[SweepGroup] = []
+    notes: list[str] = []
     for sw in sweeps:
-        labels = []
-        for v in sw.values:
-            s = base.with_(**{sw.key: v})
-            if sw.key == "abstain_bar":  # a swept bar is the bar: not the collection's calibrated one
-                s = s.with_(calibrated_bar=False)
-            if sw.key == "chunk_size" and s.chunk_overlap >= v:
-                s = s.with_(chunk_overlap=max(0, v // 5))
-                notes.append(f"chunk_size={v}: chunk_overlap lowered to {s.chunk_overlap} (must be below the size)")
-            col = collection
-            if sw.key in INGEST_KEYS and (s.chunk_size, s.chunk_overlap) != base_chunking:
-                col = _chunk_collection(collection, s, base)
-            label = f"{sw.key}={v}"
-            planned.append(_Planned(label, s, col))
-            labels.append(label)
-        groups.append(SweepGroup(sw.key, sw.values, tuple(labels)))
+        swept = [_plan_value(sw.key, v, base, collection) for v in sw.values]
+        runs += [p for p, _ in swept]
+        notes += [n for _, n in swept if n]
+        groups.append(SweepGroup(sw.key, sw.values, tuple(p.label for p, _ in swept)))
     if "bm25" in baselines:
-        planned.append(_Planned(BM25_LABEL, bm25_settings(base), collection))
+        runs.append(PlannedRun(BM25_LABEL, bm25_settings(base.settings), collection))
+    return RunPlan(label0, tuple(runs), tuple(groups), tuple(notes))
 
-    # chunk-size collections: ingest the data set's corpus into each (kept for re-runs)
-    to_ingest = sorted({(p.collection, p.settings.chunk_size, p.settings.chunk_overlap) for p in planned if p.collection != collection})
-    if to_ingest and dataset.corpus_dir is None:
+
+def _plan_value(key: str, value: Any, base: BaseCollection, collection: str) -> tuple[PlannedRun, str | None]:
+    """One sweep value as a run (and a note when a setting had to give way)."""
+    changes: dict[str, Any] = {key: value}
+    note = None
+    if key == "abstain_bar":  # a swept bar is the bar: not the collection's calibrated one
+        changes["calibrated_bar"] = False
+    if key == "chunk_size" and base.settings.chunk_overlap >= value:
+        # in the same step: the settings refuse an overlap that is not below the size
+        changes["chunk_overlap"] = max(0, value // 5)
+        note = f"chunk_size={value}: chunk_overlap lowered to {changes['chunk_overlap']} (must be below the size)"
+    s = base.settings.with_(**changes)
+    col = collection
+    if key in INGEST_KEYS and (s.chunk_size, s.chunk_overlap) != base.chunking:
+        col = _chunk_collection(collection, s, base.settings)
+    return PlannedRun(f"{key}={value}", s, col), note
+
+
+def _ingest_chunk_collections(
+    engine: Any, dataset: EvalDataset, base: RagcoreSettings, collections: Sequence[ChunkCollection],
+    progress: Progress | None, say: Callable[[str], None], *, keep_temp: bool,
+) -> list[str]:
+    """Ingest the data set's corpus into each chunk-size collection (kept for re-runs, so a
+    re-run only checks the files); one note per collection."""
+    if collections and dataset.corpus_dir is None:
         raise SweepError("a chunk_size/chunk_overlap sweep re-ingests the data set's corpus/ folder, and this data set has none")
-    for col, size, overlap in to_ingest:
-        existed = engine.store.exists(col)
-        say(f"ingesting {dataset.corpus_dir} into the temporary collection {col!r} (chunk_size={size}, chunk_overlap={overlap})")
-        s_ing = base.with_(chunk_size=size, chunk_overlap=overlap, collection=col)
+    notes = []
+    for col in collections:
+        existed = engine.store.exists(col.name)
+        say(f"ingesting {dataset.corpus_dir} into the temporary collection {col.name!r} "
+            f"(chunk_size={col.chunk_size}, chunk_overlap={col.chunk_overlap})")
+        s_ing = base.with_(chunk_size=col.chunk_size, chunk_overlap=col.chunk_overlap, collection=col.name)
 
-        def ing_progress(done: int, total: int, path: str, col: str = col) -> None:
+        def ing_progress(done: int, total: int, path: str, name: str = col.name) -> None:
             if progress:
-                progress(0, 1, f"ingest {col}: {done}/{total} files")
+                progress(0, 1, f"ingest {name}: {done}/{total} files")
 
-        rep = engine.ingest([dataset.corpus_dir], col, progress=ing_progress, settings=s_ing)
+        rep = engine.ingest([dataset.corpus_dir], col.name, progress=ing_progress, settings=s_ing)
         c = rep.summary()
         notes.append(
-            f"chunk-size sweep: {'re-used' if existed else 'created'} the collection {col!r} in the same store "
-            f"from {dataset.corpus_dir} (chunk_size={size}, chunk_overlap={overlap}; {c['added']} added, "
-            f"{c['updated']} updated, {c['unchanged']} unchanged, {c['failed']} failed, {rep.seconds:.0f} s)"
+            f"chunk-size sweep: {'re-used' if existed else 'created'} the collection {col.name!r} in the same store "
+            f"from {dataset.corpus_dir} (chunk_size={col.chunk_size}, chunk_overlap={col.chunk_overlap}; {c['added']} "
+            f"added, {c['updated']} updated, {c['unchanged']} unchanged, {c['failed']} failed, {rep.seconds:.0f} s)"
             + (", dropped at the end" if not keep_temp else "; kept for re-runs (ragcore eval --drop-temp drops it)")
         )
+    return notes
 
-    n_runs = len({_key(p) for p in planned}) + (1 if "llamaindex" in baselines else 0)
-    total = n_runs * len(questions)
-    done_runs = 0
 
-    def sub_progress(done: int, n: int, label: str) -> None:
-        if progress:
-            progress(done_runs * len(questions) + done, total, label)
+class _QuestionCounter:
+    """One progress count over all runs: run ``i``'s question ``j`` is ``i * per_run + j``."""
 
+    def __init__(self, progress: Progress | None, per_run: int, n_runs: int) -> None:
+        self.progress = progress
+        self.per_run = per_run
+        self.total = n_runs * per_run
+        self.done_runs = 0
+
+    def __call__(self, done: int, _n: int, label: str) -> None:
+        if self.progress:
+            self.progress(self.done_runs * self.per_run + done, self.total, label)
+
+    def run_done(self) -> None:
+        self.done_runs += 1
+
+    def finish(self) -> None:
+        if self.progress:
+            self.progress(self.total, self.total, "done")
+
+
+def _run_planned(
+    engine: Any, ds: EvalDataset, plan: RunPlan, collection: str, counter: _QuestionCounter,
+    say: Callable[[str], None], *, cold_cache: bool,
+) -> tuple[tuple[EvalRun, ...], DocPathMapper | None]:
+    """Every planned run (a configuration planned twice runs once) and the base collection's
+    path mapper (for the LlamaIndex baseline's links)."""
     runs: list[EvalRun] = []
-    cache: dict[tuple, EvalRun] = {}
-    mappers: dict[str, Any] = {}
-    for p in planned:
-        k = _key(p)
-        if k in cache:
-            runs.append(replace(cache[k], label=p.label, notes=(*cache[k].notes, f"same configuration as {cache[k].label!r}: run once")))
+    done: dict[tuple, EvalRun] = {}
+    mappers: dict[str, DocPathMapper] = {}
+    for p in plan.runs:
+        first = done.get(p.key())
+        if first is not None:
+            runs.append(replace(first, label=p.label, notes=(*first.notes, f"same configuration as {first.label!r}: run once")))
             continue
         if p.collection not in mappers:
             mappers[p.collection] = mapper_for(engine, p.collection, ds)
             engine.retrieve("warm up", p.settings, p.collection)  # load the model and the search index
-        say(f"running {p.label} ({len(questions)} questions)")
-        run = run_config(engine, ds, p.settings, collection=p.collection, label=p.label, progress=sub_progress,
+        say(f"running {p.label} ({len(ds.questions)} questions)")
+        run = run_config(engine, ds, p.settings, collection=p.collection, label=p.label, progress=counter,
                          mapper=mappers[p.collection], cold_cache=cold_cache)
         if p.collection != collection:
             run = replace(run, notes=(*run.notes, f"temporary collection {p.collection!r}"))
-        cache[k] = run
+        done[p.key()] = run
         runs.append(run)
-        done_runs += 1
+        counter.run_done()
+    return tuple(runs), mappers.get(collection)
 
-    if "llamaindex" in baselines:
-        if dataset.corpus_dir is None:
-            notes.append("LlamaIndex baseline skipped: the data set has no corpus/ folder")
-        else:
-            bl = LlamaIndexBaseline(dataset.corpus_dir, engine.encoder, Path(base.data_dir) / "eval_cache",
-                                    max_file_bytes=base.max_file_bytes)
-            say(f"running {LLAMAINDEX_LABEL}")
-            runs.append(run_llamaindex_baseline(bl, ds, k=base.candidates, collection=collection,
-                                                mapper=mappers.get(collection), progress=sub_progress))
-            done_runs += 1
-    if not keep_temp:
-        for col, _size, _overlap in to_ingest:
-            engine.store.drop(col)
-    if progress:
-        progress(total, total, "done")
-    if cold_cache:
-        notes.append("latency: the encoder's vector cache was emptied before each configuration (every run starts cold)")
-    return EvalReport(
-        dataset=dataset.name, dataset_path=str(dataset.root) if dataset.root else None, collection=collection,
-        base_label=label0, runs=runs, sweeps=groups, notes=notes, seconds=time.perf_counter() - t_start,
-        machine=_machine(), base_config=settings_config(base), corpus_version=info.corpus_version,
-    )
+
+def _run_llamaindex(
+    engine: Any, ds: EvalDataset, base: RagcoreSettings, collection: str, mapper: DocPathMapper | None,
+    counter: _QuestionCounter, say: Callable[[str], None],
+) -> EvalRun:
+    """The LlamaIndex baseline over the data set's ``corpus/`` (which it needs), its index
+    cached under the data folder."""
+    from .baselines import LLAMAINDEX_LABEL, LlamaIndexBaseline, run_llamaindex_baseline
+
+    assert ds.corpus_dir is not None
+    bl = LlamaIndexBaseline(ds.corpus_dir, engine.encoder, Path(base.data_dir) / "eval_cache",
+                            max_file_bytes=base.max_file_bytes)
+    say(f"running {LLAMAINDEX_LABEL}")
+    run = run_llamaindex_baseline(bl, ds, k=base.candidates, collection=collection, mapper=mapper, progress=counter)
+    counter.run_done()
+    return run
 
 
 def missing_relevant(engine: Any, collection: str, dataset: EvalDataset) -> tuple[set[str], int] | None:
@@ -362,10 +494,6 @@ def stale_chunks(engine: Any, collection: str, settings: RagcoreSettings) -> tup
         return None
     n = sum(1 for f in fps if f != want)
     return (n, len(fps)) if n else None
-
-
-def _key(p: _Planned) -> tuple:
-    return (p.collection, *(getattr(p.settings, k) for k in CONFIG_KEYS))
 
 
 # --------------------------------------------------------------------------- charts
