@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from ragcore.config import ConfigError
 from ui import state
 from ui.render import md_escape, md_inline
 
@@ -93,10 +94,11 @@ with right:
         st.caption("Applies to the next ingest started from the Library page. Incremental ingest skips unchanged files, "
                    "so to re-chunk an existing collection tick *Rebuild from scratch* there, or ingest into a new collection.")
         if st.form_submit_button("Save chunking", icon=":material/save:"):
-            if overlap >= size:
-                st.error("The overlap must be smaller than the chunk size.")
-            else:
+            try:
                 state.set_base_settings(state.base_settings().with_(chunk_size=int(size), chunk_overlap=int(overlap)))
+            except ConfigError as exc:  # e.g. an overlap not below the size: the settings' own rule and words
+                st.error(md_escape(str(exc)))
+            else:
                 ss["set_saved"] = f"Chunking saved for this session: {int(size)} words, {int(overlap)} overlap."
                 st.rerun()
 

@@ -50,6 +50,12 @@ class LoadedDocument:
     title: str | None = None
 
 
+def format_locator(path: str, start: int, end: int, page: int | None = None, anchor: str | None = None) -> str:
+    """Where a passage stands, human form: ``docs/x.md:12-20``, ``x.pdf p.3:1-9``, ``a.html:4-9#intro``."""
+    loc = f"{path} p.{page}:{start}-{end}" if page is not None else f"{path}:{start}-{end}"
+    return f"{loc}#{anchor}" if anchor else loc
+
+
 @dataclass(frozen=True)
 class Chunk:
     chunk_id: str  # sha256(path, span, text)[:32]
@@ -72,12 +78,7 @@ class Chunk:
     @property
     def locator(self) -> str:
         """Human form: ``docs/x.md:12-20`` plus page or anchor where known."""
-        loc = f"{self.path}:{self.start_line}-{self.end_line}"
-        if self.page is not None:
-            loc = f"{self.path} p.{self.page}:{self.start_line}-{self.end_line}"
-        if self.anchor:
-            loc += f"#{self.anchor}"
-        return loc
+        return format_locator(self.path, self.start_line, self.end_line, self.page, self.anchor)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,11 @@ class Candidate:
     kept: bool = True
     dropped_reason: DropReason | None = None
     origin: Origin = "corpus"
+    # Retrieval signals (ragcore/retrieval/fields.py, documents.py); None when the signal is off.
+    field_score: float | None = None  # part of sparse_score from title/section/anchor/file-name matches
+    matched_fields: tuple[str, ...] = ()  # which, as "field:term" ("section:auth_user_model", "path:settings")
+    doc_score: float | None = None  # its document's aggregated score (documents ranked, then passages)
+    doc_rank: int | None = None  # its document's rank
 
     def score_for(self, kind: ScoreKind) -> float | None:
         return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)
@@ -156,6 +162,8 @@ class RetrievalResult:
     rank_score_kind: ScoreKind  # the score that orders candidates in this mode
     candidates: tuple[Candidate, ...]  # all, in rank order, kept and cut
     latency_ms: Mapping[str, float] = field(default_factory=dict)
+    # pseudo-relevance feedback: (term, query weight) added to the BM25 query (retrieval/expansion.py)
+    expansion_terms: tuple[tuple[str, float], ...] = ()
 
     @property
     def kept(self) -> tuple[Candidate, ...]:

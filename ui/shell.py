@@ -15,6 +15,8 @@ then calls :func:`ensure_frame`, which runs the whole app around it instead (see
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,6 +40,8 @@ class PageSpec:
     url_path: str
     default: bool = False
 
+
+ROOT = Path(__file__).resolve().parent.parent  # the folder of app.py and pages/
 
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("pages/notebook.py", "Notebook", ":material/edit_note:", "notebook", default=True),
@@ -65,7 +69,8 @@ def navigation_links(pages: list) -> None:
 def run_app() -> None:
     """app.py: page config, navigation, then the runtime, the demo collection, the sidebar, the page."""
     st.set_page_config(page_title=PAGE_TITLE, page_icon=PAGE_ICON, layout="wide")
-    pages = [st.Page(s.path, title=s.title, icon=s.icon, url_path=s.url_path, default=s.default) for s in PAGES]
+    # absolute paths: the script Streamlit started may be a page itself (a cold deep link, AppTest)
+    pages = [st.Page(str(ROOT / s.path), title=s.title, icon=s.icon, url_path=s.url_path, default=s.default) for s in PAGES]
     page = st.navigation(pages, position="hidden")
     navigation_links(pages)
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from ragcore.bootstrap import DEMO_COLLECTION, ensure_demo_collection
-from ragcore.config import RagcoreSettings
+from ragcore.config import ConfigError, RagcoreSettings
 from ragcore.pipeline import Engine
 from ragcore.store import StoreError
 from ragcore.types import CollectionInfo, IngestReport
@@ -115,7 +115,11 @@ def get_runtime(data_dir: str, qdrant_url: str | None) -> Runtime:
 
 
 def runtime() -> Runtime:
-    env = RagcoreSettings.from_env()
+    try:
+        env = RagcoreSettings.from_env()
+    except ConfigError as exc:  # a wrong RAGCORE_* / OPENAI_* variable: say which, start nothing
+        st.error(md_escape(str(exc)))
+        st.stop()
     try:
         return get_runtime(str(env.data_dir), env.qdrant_url)
     except StoreError as exc:

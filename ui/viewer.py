@@ -13,7 +13,7 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragcore.ingest.loaders import LoadError, load_bytes
+from ragcore.ingest.loaders import LoadError, load_bytes, read_bytes
 from ragcore.pipeline import Engine
 from ragcore.types import Chunk, CollectionInfo
 
@@ -83,7 +83,8 @@ def load_source(engine: Engine, info: CollectionInfo, path: str) -> SourceView |
         f = (base / path).resolve()
         if f.is_relative_to(base) and f.is_file():
             try:
-                data = f.read_bytes()
+                # the ingest's own reader: a FIFO or a link to /dev/zero cannot hang or fill the app
+                data = read_bytes(f, max_bytes=engine.settings.max_file_bytes, follow_symlinks=False)
                 if hashlib.sha256(data).hexdigest() == chunks[0].doc_hash:
                     doc = load_bytes(data, path)
                     rows = [Row(ln.no, ln.no, ln.text, ln.page) for ln in doc.lines]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Literal, Mapping
+
+from ragcore.store import utc_now
+from ragcore.types import format_locator
 
 FORMAT = "ragcore-notebook/1"
 MAX_RUNS = 5  # runs kept per cell (the newest last); older ones are dropped
@@ -26,19 +28,12 @@ class NotebookError(RuntimeError):
     """A notebook file could not be read or written; the message says what to do."""
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
 # --------------------------------------------------------------------------- model
 
 
 def locator(d: Mapping[str, Any]) -> str:
     """A stored chunk's or citation's place, human form: ``docs/x.md:12-20`` or ``x.pdf p.3:1-9``."""
-    loc = f"{d.get('path')}:{d.get('start_line')}-{d.get('end_line')}"
-    if d.get("page") is not None:
-        loc = f"{d.get('path')} p.{d.get('page')}:{d.get('start_line')}-{d.get('end_line')}"
-    return loc
+    return format_locator(str(d.get("path")), d.get("start_line"), d.get("end_line"), d.get("page"))  # type: ignore[arg-type]
 
 
 @dataclass
