@@ -1,5 +1,11 @@
 """Sentence spans and light text normalisation, shared by the citation checker and the
-extractive composer (they must agree on what a sentence is)."""
+extractive composer (they must agree on what a sentence is).
+
+Some blocks are never cut into sentences: a fenced code block (```` ``` ```` / ``~~~``), a run of
+Markdown table rows (``| a | b |``) and a reST literal block (the indented lines after a
+paragraph that ends with ``::``). Each is one span (``Span.block`` says which), so that a
+quoted block is one claim for the checker and matches the one evidence span it was quoted from.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ class Span:
     end: int
     text: str  # whitespace-normalised, bullet/heading markers stripped
     heading: bool = False  # a Markdown/reST heading line, not a sentence of prose
+    block: str | None = None  # "code" | "table" for a block kept whole; None for prose
 
 
 def normalize_ws(text: str) -> str:
@@ -38,8 +45,21 @@ def sentence_spans(text: str) -> list[Span]:
 
     Blank lines, list items and headings end a sentence as well; a period inside an
     identifier (``django.contrib``), a number (``3.2``) or after a known abbreviation does not.
+    Code blocks and tables are single spans (see the module docstring).
     """
     spans: list[Span] = []
+    pos = 0
+    for start, end, kind in block_regions(text):
+        _prose_spans(text, pos, start, spans)
+        raw = text[start:end].rstrip()
+        spans.append(Span(start, start + len(raw), normalize_ws(raw), block=kind))
+        pos = end
+    _prose_spans(text, pos, len(text), spans)
+    return spans
+
+
+def _prose_spans(full: str, lo: int, hi: int, spans: list[Span]) -> None:
+    text = full[lo:hi]
     # paragraph-ish blocks first: blank lines, bullets and headings start a new block, and a
     # heading line ends one (so "## Title\nText." is a heading and a sentence, not one span)
     cuts = {0, len(text)}
@@ -58,10 +78,69 @@ def sentence_spans(text: str) -> list[Span]:
             word = re.search(r"([A-Za-z.]+)[.!?]$", block[pos : m.start() + 1])
             if word and word.group(1).lower().rstrip(".") in _ABBREV:
                 continue
-            _add(spans, text, bs + pos, bs + end)
+            _add(spans, full, lo + bs + pos, lo + bs + end)
             pos = end
-        _add(spans, text, bs + pos, be)
-    return spans
+        _add(spans, full, lo + bs + pos, lo + be)
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+
+
+def block_regions(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of the blocks kept whole: fenced code, Markdown tables, reST literal
+    blocks. ``end`` is past the block's last line break (or the text's end). An unclosed fence
+    runs to the end of the text."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    out: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(lines):
+        j, kind = _block_at(lines, i)
+        if kind:
+            while not lines[i].strip():  # a literal block starts at its first non-blank line
+                i += 1
+            out.append((starts[i], starts[j], kind))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def _block_at(lines: list[str], i: int) -> tuple[int, str | None]:
+    """Where the block starting at line ``i`` ends (exclusive) and its kind; (i, None) if none."""
+    m = _FENCE.match(lines[i])
+    if m:
+        fence = m.group(1)
+        for j in range(i + 1, len(lines)):
+            if lines[j].strip().startswith(fence[0] * len(fence)) and not lines[j].strip().strip(fence[0]):
+                return j + 1, "code"
+        return len(lines), "code"
+    if _TABLE_ROW.match(lines[i]) and i + 1 < len(lines) and _TABLE_ROW.match(lines[i + 1]):
+        j = i
+        while j < len(lines) and _TABLE_ROW.match(lines[j]):
+            j += 1
+        return j, "table"
+    if i and lines[i - 1].rstrip().endswith("::") and not lines[i].strip():
+        return _literal_block(lines, i)
+    return i, None
+
+
+def _literal_block(lines: list[str], i: int) -> tuple[int, str | None]:
+    """A reST literal block: after "para::" and a blank line, the lines indented more than it."""
+    j = i
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    if j == len(lines) or not lines[j][:1].isspace():
+        return i, None
+    end = j
+    while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()):
+        if lines[j].strip():
+            end = j + 1
+        j += 1
+    return end, "code"
 
 
 def _add(spans: list[Span], text: str, start: int, end: int) -> None:

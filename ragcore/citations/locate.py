@@ -19,7 +19,9 @@ def make_citation(e: Evidence, matches: Sequence[SupportMatch]) -> Citation:
     c = e.chunk
     start, end = c.start_line, c.end_line
     spans = [m.span for m in matches if m.span is not None]
-    if spans and len(c.text.split("\n")) == c.end_line - c.start_line + 1:
+    # HTML text lines are not source lines (a break repeats a number, tag-only lines vanish), and
+    # a chunk can hold as many of one as of the other by coincidence: never narrow HTML
+    if spans and c.kind != "html" and len(c.text.split("\n")) == c.end_line - c.start_line + 1:
         start = c.start_line + min(line_of_offset(c.text, sp.start) for sp in spans)
         end = c.start_line + max(line_of_offset(c.text, max(sp.end - 1, sp.start)) for sp in spans)
     support = max((m.score for m in matches), default=0.0)

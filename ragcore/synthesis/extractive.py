@@ -1,33 +1,42 @@
-"""The offline default generator: an answer made only of evidence sentences, verbatim.
+"""The offline default generator: an answer made only of the evidence's own words, verbatim.
 
-For every sentence of the evidence it computes
+It quotes *units* of the documents' structure (``compose_units.py``): whole sentences, and a
+sentence together with the code block, list or table it introduces ("To ingest…, run:" brings
+its command). A sentence that introduces a block it cannot bring, a sentence cut off by the
+chunk's end, a heading or a table row run into prose is never quoted. For every unit
 
-    score = 0.5·cos(question, sentence) + 0.25·lexical + 0.25·cos(question, chunk)
+    score = 0.5·cos(question, unit) + 0.25·lexical + 0.25·cos(question, chunk)
 
-where *lexical* is the share of the question's content words the sentence contains and the
-last term is the chunk's own retrieval cosine; pointer sentences ("See X for more details.")
-keep 85% of their score (a sentence inherits some of its passage's
-relevance: "Set it in settings.py" answers nothing alone but does inside the right section).
-It keeps the best sentence and those close to it (≥ 80% of its score), skipping near
-duplicates, up to ``max_sentences``, and puts ``[n]`` after each. Whether to answer at all is
-the engine's call (``answerability.py``); the composer abstains only when the evidence has no
-sentence it can quote. Deterministic: same evidence, same answer.
+where *lexical* is the share of the question's content words the unit contains and the last
+term is the chunk's own retrieval cosine; then the rules of ``compose_rules.py`` apply (meta
+sentences about the page are dropped, pointers lose 15%, the question's intent and key terms
+add small bonuses). It keeps the best unit and those close to it (≥ 80% of its score),
+skipping near duplicates, up to ``max_sentences``; best first, the rest in reading order.
+
+Rendering keeps the source's bytes: a sentence is its source text with whitespace across line
+breaks folded to one space; a block keeps every line (code without a fence in the source, as
+HTML ``<pre>`` or a reST literal block, gets a bare ```` ``` ```` fence around its lines). The
+``[n]`` marker follows the sentence, and the block it brings (each list item carries its own).
+Whether to answer at all is the engine's call (``answerability.py``); the composer abstains
+only when the evidence has nothing it can quote. Deterministic: same evidence, same answer.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generator, Sequence
-
 
 from ..embeddings import OnnxMiniLM
 from ..injection import looks_like_instruction
-from .base import Synthesis, SynthesisJob, word_pieces
 from ..store import embed_text
-from ..textutil import Span, content_terms, sentence_spans
+from ..citations.markers import markers_in
+from ..textutil import Span, content_terms, normalize_ws, sentence_spans
 from ..types import Evidence
+from .base import Synthesis, SynthesisJob, word_pieces
+from .compose_rules import adjust, intent_of, is_meta, says_what_to_do
+from .compose_units import Block, Unit, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
 # what an abstention says, by where the answer was to come from
@@ -37,18 +46,16 @@ ABSTAIN_TEXTS = {
     "both": "Neither the selection nor the corpus contains enough evidence to answer this.",
 }
 _RELATIVE_KEEP = 0.8
-# "See the documentation on X for more details." repeats the question's words without
-# answering it: such pointer sentences keep only part of their score.
-_POINTER = re.compile(r"^(?:see|refer to|read|consult)\b|\bfor (?:more|further) (?:details|information)\b|\bsee (?:the )?\S+ (?:documentation|docs|section)\b", re.I)
-_POINTER_FACTOR = 0.85
 _DUPLICATE_COS = 0.9
+_MAX_TABLE_ROWS = 4  # a table on its own: its header and the rows that match best
 
 
 @dataclass(frozen=True)
 class Picked:
     n: int
-    span: Span
+    span: Span  # the quoted sentence (or table) in the chunk's text
     score: float
+    unit: Unit | None = None  # what is quoted: the sentence and the block it brings
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,22 @@ class ExtractiveResult:
     best_selection: float | None = None  # best score among sentences of the selection, if any
 
 
-def _usable(span: Span, section: tuple[str, ...]) -> bool:
-    if span.heading or span.text.rstrip(".:") in section or looks_like_instruction(span.text):
-        return False  # headings are not answers; instruction-like text is never quoted as one
-    words = span.text.split()
-    if not 4 <= len(words) <= 90:
-        return False
-    letters = sum(ch.isalpha() for ch in span.text)
-    return letters >= 0.55 * len(span.text.replace(" ", ""))  # mostly prose, not code or tables
+def _usable(unit: Unit) -> bool:
+    if is_meta(unit) or looks_like_instruction(unit.plain):
+        return False  # instruction-like text is never quoted as an answer
+    if markers_in(unit.sentence):
+        return False  # "markers such as [1] and [2]": quoted, its brackets would read as citations
+    if unit.sentence:
+        words = unit.sentence.split()
+        letters = sum(ch.isalpha() for ch in unit.sentence)
+        # mostly prose, not code or a table run into a line
+        return 4 <= len(words) <= 90 and letters >= 0.55 * len(unit.sentence.replace(" ", ""))
+    return True
+
+
+def candidates(evidence: Sequence[Evidence]) -> list[tuple[Evidence, Unit]]:
+    """Every quotable unit of the evidence, in evidence order."""
+    return [(e, u) for e in evidence for u in units_of(e.chunk) if _usable(u)]
 
 
 class ExtractiveComposer:
@@ -78,28 +93,26 @@ class ExtractiveComposer:
         self.max_sentences = max_sentences
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
-        items: list[tuple[Evidence, Span]] = [
-            (e, s) for e in evidence for s in sentence_spans(e.chunk.text) if _usable(s, e.chunk.section)
-        ]
+        items = candidates(evidence)
         if not items:
             return []
         # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
         unscored = [e for e in evidence if e.dense_score is None]
-        vecs = self.encoder.encode([question, *(s.text for _, s in items), *(embed_text(e.chunk) for e in unscored)])
+        vecs = self.encoder.encode([question, *(_embed_text(u) for _, u in items), *(embed_text(e.chunk) for e in unscored)])
         q = vecs[0]
-        sent_cos = vecs[1 : 1 + len(items)] @ q
+        unit_cos = vecs[1 : 1 + len(items)] @ q
         chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
         chunk_cos.update({e.n: float(v @ q) for e, v in zip(unscored, vecs[1 + len(items) :])})
         q_terms = content_terms(question)
+        intent = intent_of(question)
         out = []
-        for (e, span), cos in zip(items, sent_cos):
-            lex = len(q_terms & content_terms(span.text)) / len(q_terms) if q_terms else 0.0
-            score = 0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n]
-            if _POINTER.search(span.text):
-                score *= _POINTER_FACTOR
+        for (e, unit), cos in zip(items, unit_cos):
+            lex = len(q_terms & content_terms(unit.plain)) / len(q_terms) if q_terms else 0.0
+            score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
             if e.origin == "selection":
                 score += 0.05  # in "both" mode the selection is the primary source
-            out.append(Picked(e.n, span, score))
+            span = Span(unit.start, unit.end, unit.sentence or normalize_ws(unit.plain), block=unit.block and unit.block.kind)
+            out.append(Picked(e.n, span, score, _trimmed(unit, q_terms)))
         self._vecs = {id(p): v for p, v in zip(out, vecs[1 : 1 + len(items)])}
         return out
 
@@ -116,21 +129,76 @@ class ExtractiveComposer:
             if len(chosen) >= self.max_sentences or p.score < _RELATIVE_KEEP * best.score:
                 break
             v = self._vecs[id(p)]
-            if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS for c in chosen):
+            if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
                 continue
             chosen.append(p)
-        # best sentence first, the rest in reading order (evidence number, then position)
-        rest = sorted(chosen[1:], key=lambda p: (p.n, p.span.start))
+        # best unit first, the rest in reading order (evidence number, then position); for a
+        # how-to question the instructions and commands before the explanations
+        howto = intent_of(question).howto
+        rest = sorted(chosen[1:], key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = [chosen[0], *rest]
-        text = " ".join(_with_marker(p) for p in ordered)
-        return ExtractiveResult(text, "ok", best.score, tuple(ordered), best_selection)
+        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
 
 
-def _with_marker(p: Picked) -> str:
-    t = p.span.text.rstrip()
-    if t and t[-1] in ".!?:;":
-        return f"{t[:-1]} [{p.n}]{t[-1]}" if t[-1] != ":" else f"{t[:-1]} [{p.n}]."
-    return f"{t} [{p.n}]."
+def _embed_text(unit: Unit) -> str:
+    """What a unit is embedded as: its sentence, or a table's text (the block's first lines)."""
+    return unit.sentence or normalize_ws(unit.plain)[:500]
+
+
+def _overlaps(a: Picked, b: Picked) -> bool:
+    """Two units quoting the same text (a list item's sentence and the list it belongs to)."""
+    if a.n != b.n:
+        return False
+    ra = (a.span.start, a.unit.block.end if a.unit and a.unit.block else a.span.end)
+    rb = (b.span.start, b.unit.block.end if b.unit and b.unit.block else b.span.end)
+    return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def _trimmed(unit: Unit, q_terms: set[str]) -> Unit:
+    """A table on its own keeps its header, its delimiter row and the rows that match best."""
+    if unit.sentence or unit.block is None or unit.block.kind != "table":
+        return unit
+    lines = unit.block.text.split("\n")
+    head, rows = lines[:2], lines[2:]
+    if len(rows) <= _MAX_TABLE_ROWS:
+        return unit
+    ranked = sorted(range(len(rows)), key=lambda i: (-len(q_terms & content_terms(rows[i])), i))[:_MAX_TABLE_ROWS]
+    kept = [rows[i] for i in sorted(ranked)]
+    return replace(unit, block=replace(unit.block, text="\n".join([*head, *kept])))
+
+
+def render(picked: Sequence[Picked]) -> str:
+    """The answer's Markdown: prose units run on in one paragraph; a unit with a block ends it."""
+    out: list[str] = []
+    para: list[str] = []
+    for p in picked:
+        u = p.unit
+        if u is None or u.block is None:
+            para.append(_marked(p.span.text, p.n))
+            continue
+        if u.sentence:
+            para.append(_marked(u.sentence, p.n))
+        if para:
+            out.append(" ".join(para))
+            para = []
+        out.append(_block_text(u.block, p.n))
+    if para:
+        out.append(" ".join(para))
+    return "\n\n".join(out)
+
+
+def _marked(sentence: str, n: int) -> str:
+    return f"{sentence} [{n}]"
+
+
+def _block_text(block: Block, n: int) -> str:
+    if block.kind == "list":
+        # each sentence of each item is a claim of its own: a marker follows each
+        text = block.text
+        for sp in reversed(sentence_spans(text)):
+            text = f"{text[: sp.end]} [{n}]{text[sp.end :]}"
+        return text
+    return f"{block.text}\n\n[{n}]"
 
 
 class ExtractiveSynthesizer:

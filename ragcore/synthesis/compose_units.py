@@ -1,0 +1,206 @@
+"""What the extractive composer can quote from one chunk: sentences, and sentences with the block
+they introduce.
+
+A chunk's text is read as the document's structure, not as a bag of sentences:
+
+* prose sentences (``textutil.sentence_spans``); a heading is never quoted;
+* blocks: fenced code, Markdown tables and reST literal blocks (kept whole by ``sentence_spans``),
+  Markdown lists (bullet lines and their indented continuations), and for HTML, runs of
+  paragraphs that read as code (what ``<pre>`` leaves: lines that are not prose);
+* a sentence that *introduces* a block (it ends with a colon, or says "the following" / "as
+  follows") is only quotable together with the block right after it; without one (the chunk
+  ends first, or what follows is prose) the sentence is not quotable at all;
+* a prose sentence must be whole: it ends with . ! ? or : (optionally a closing bracket or
+  quote), and the chunk's first sentence must not start mid-sentence (lower case);
+* a table row is never prose: a table is quoted only as a table (its header, the delimiter
+  row and the rows that matter), and a sentence holding `` | `` cell separators is not quoted.
+
+Every unit keeps the chunk's character offsets of what it quotes, so the answer can be checked
+against the source byte for byte (whitespace across line breaks in a sentence aside).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..textutil import Span, normalize_ws, sentence_spans
+from ..types import Chunk
+
+_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d+[.)])[ \t]+")
+_WHOLE = re.compile(r"""(?:[.!?:]|::)["'”’)\]`*_]*$""")
+_INTRO = re.compile(r"(?::|\bthe following\b.*|\bas follows\b.*)$", re.I)
+_LINEBREAK_WS = re.compile(r"[ \t]*\n\s*")
+MAX_BLOCK_LINES = 40
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # "code" | "table" | "list"
+    start: int  # chunk-text offsets of the quoted lines
+    end: int
+    text: str  # the Markdown to show: the source lines, fenced when the source had no fence
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One quotable thing: a sentence, a sentence with its block, or a table on its own."""
+
+    start: int  # chunk-text offsets of the sentence (or of the table)
+    end: int
+    sentence: str  # the sentence's source text, line breaks folded; "" for a table on its own
+    block: Block | None = None
+    item: bool = False  # a sentence of a list item
+
+    @property
+    def plain(self) -> str:
+        """What the unit says, for scoring."""
+        return normalize_ws(f"{self.sentence} {self.block.text if self.block else ''}")
+
+
+def fold(text: str) -> str:
+    """A sentence as quoted: whitespace runs that cross a line break become one space."""
+    return _LINEBREAK_WS.sub(" ", text.strip())
+
+
+def units_of(chunk: Chunk) -> list[Unit]:
+    text = chunk.text
+    spans = sentence_spans(text)
+    blocks = _blocks(text, spans, chunk.kind == "html", chunk.section)
+    out: list[Unit] = []
+    for i, sp in enumerate(spans):
+        if sp.heading or sp.block or _inside(sp, blocks, text):
+            continue
+        unit = _sentence_unit(text, sp, blocks, first=i == 0, section=chunk.section)
+        if unit is not None:
+            out.append(unit)
+    out.extend(Unit(b.start, b.end, "", b) for b in blocks if b.kind == "table")
+    return out
+
+
+def _sentence_unit(text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...]) -> Unit | None:
+    raw = text[sp.start : sp.end]
+    item = bool(_BULLET.match(raw))
+    raw = _BULLET.sub("", raw, count=1) if item else raw
+    sentence = fold(raw)
+    if not sentence or sentence.rstrip(".:") in section or " | " in sentence or not _WHOLE.search(sentence):
+        return None
+    if first and sentence[:1].islower() and not item:
+        return None  # the chunk starts inside a sentence
+    start = sp.start + (len(text[sp.start : sp.end]) - len(raw))
+    if not _INTRO.search(sentence):
+        return Unit(start, sp.end, sentence, None, item)
+    block = _block_after(text, sp.end, blocks)
+    return Unit(start, sp.end, sentence, block, item) if block is not None else None
+
+
+def _block_after(text: str, pos: int, blocks: list[Block]) -> Block | None:
+    """The block that starts right after ``pos`` (only whitespace between), if any."""
+    gap_end = pos + len(text[pos:]) - len(text[pos:].lstrip())
+    return next((b for b in blocks if b.start <= gap_end and b.start >= pos), None)
+
+
+def _inside(sp: Span, blocks: list[Block], text: str) -> bool:
+    """A sentence of a block other than a list (lists' sentences are quotable on their own)."""
+    return any(b.kind != "list" and b.start <= sp.start < b.end for b in blocks)
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def _blocks(text: str, spans: list[Span], html: bool, section: tuple[str, ...]) -> list[Block]:
+    out = [_span_block(text, sp) for sp in spans if sp.block]
+    out.extend(_list_blocks(text))
+    if html:
+        out.extend(_html_code(text, section))
+    return sorted((b for b in out if b is not None), key=lambda b: b.start)
+
+
+def _span_block(text: str, sp: Span) -> Block | None:
+    raw = text[sp.start : sp.end]
+    lines = raw.split("\n")
+    if sp.block == "table":
+        return Block("table", sp.start, sp.end, raw) if len(lines) >= 3 and _is_delimiter(lines[1]) else None
+    stripped = raw.strip()
+    fenced = stripped.startswith(("```", "~~~"))
+    if fenced and (len(lines) < 2 or not lines[-1].strip().startswith(stripped[:3])):
+        return None  # the chunk ends inside the fence: the block is not whole
+    if len(lines) > MAX_BLOCK_LINES:
+        return None
+    return Block("code", sp.start, sp.end, raw if fenced else f"```\n{raw}\n```")
+
+
+def _is_delimiter(line: str) -> bool:
+    return bool(re.fullmatch(r"\s*\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?\s*", line))
+
+
+def _line_offsets(text: str) -> list[tuple[int, int, str]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line), line))
+        pos += len(line) + 1
+    return out
+
+
+def _list_blocks(text: str) -> list[Block]:
+    """Markdown lists: bullet lines, their indented continuations, blank lines between items."""
+    out: list[Block] = []
+    lines = _line_offsets(text)
+    i = 0
+    while i < len(lines):
+        if not _BULLET.match(lines[i][2]):
+            i += 1
+            continue
+        j, last = i, i
+        while j < len(lines):
+            line = lines[j][2]
+            if _BULLET.match(line) or (line.strip() and line[:1].isspace()):
+                last = j
+            elif line.strip() or not (j + 1 < len(lines) and _BULLET.match(lines[j + 1][2])):
+                break
+            j += 1
+        if last - i < MAX_BLOCK_LINES:
+            out.append(Block("list", lines[i][0], lines[last][1], text[lines[i][0] : lines[last][1]]))
+        i = last + 1
+    return out
+
+
+_CODE_HINT = re.compile(r"^\s|^(?:>>>|\$ |\.\.\. )|[{}\[\];=]|\(.*\)$|[(,\\]$|^(?:from|import|class|def|return)\b|^#")
+
+
+def _looks_like_code(par: str, section: tuple[str, ...]) -> bool:
+    """An HTML paragraph that reads as code (what <pre> leaves), not as prose or a heading."""
+    lines = [ln for ln in par.split("\n") if ln.strip()]
+    if not lines or normalize_ws(par).rstrip(".:") in section:
+        return False
+    if " | " in par and not any(_CODE_HINT.search(ln) for ln in lines):
+        return False  # a table row
+    hinted = sum(bool(_CODE_HINT.search(ln)) for ln in lines)
+    prose_end = bool(re.search(r"[.!?:][\"')\]]*$", lines[-1].strip())) and not lines[-1].strip().endswith("::")
+    return hinted * 2 >= len(lines) and not (prose_end and len(par.split()) > 6 and hinted < len(lines))
+
+
+def _html_code(text: str, section: tuple[str, ...]) -> list[Block]:
+    """Runs of code-like paragraphs (blank lines inside <pre> are paragraph breaks too)."""
+    out: list[Block] = []
+    run: list[tuple[int, int]] = []
+    pos = 0
+    for m in re.finditer(r"\n\s*\n|\Z", text):
+        a, b = pos, m.start()
+        pos = m.end()
+        if _looks_like_code(text[a:b], section):
+            run.append((a, b))
+            continue
+        _close_run(text, run, out)
+        run = []
+    _close_run(text, run, out)
+    return out
+
+
+def _close_run(text: str, run: list[tuple[int, int]], out: list[Block]) -> None:
+    if not run:
+        return
+    a, b = run[0][0], run[-1][1]
+    raw = text[a:b]
+    if raw.count("\n") < MAX_BLOCK_LINES:
+        out.append(Block("code", a, b, f"```\n{raw}\n```"))
