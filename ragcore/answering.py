@@ -19,7 +19,7 @@ from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
 from .events import EventFactory
 from .guardrails import is_hedged, route_question
-from .injection import defang_links, suspicious_evidence
+from .injection import defang_images, defang_links, suspicious_evidence
 from .retrieval import HybridSearch
 from .stages import (
     NOTHING_TO_QUOTE, AskRequest, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
@@ -155,7 +155,8 @@ class Answerer:
     def validate(self, req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis) -> Checked:
         s = req.settings
         hedge = is_hedged if synthesis.model_written else None  # extractive sentences are the documents' own words
-        text = defang_links(synthesis.text) if synthesis.model_written else synthesis.text
+        # no answer makes a viewer load an image; a model's links also show their target
+        text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
         checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
         notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []

