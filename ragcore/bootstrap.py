@@ -22,7 +22,9 @@ def demo_calibration_dir() -> Path:
 
 def ensure_demo_collection(engine: Engine, collection: str = DEMO_COLLECTION) -> IngestReport | None:
     """Ingest docs/ into ``collection`` when the collection does not exist yet or is empty,
-    and calibrate its abstain bar when it has none (about two seconds).
+    and calibrate its abstain bar on bench/data/guide-qa when it has no labelled bar (about two
+    seconds). The ingest also stores a label-free bar (``autocalibrate.py``), as for any
+    collection; the labelled one takes precedence (``Engine.abstain_bar_info``).
 
     Returns the ingest report, or None when there was nothing to ingest.
     """

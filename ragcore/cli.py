@@ -35,7 +35,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         bar.refresh()
 
     try:
-        report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress)
+        report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress,
+                               calibrate=not args.no_calibrate)
     except FileNotFoundError as exc:
         print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
@@ -55,6 +56,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"{report.seconds:.1f} s"
     )
     print(f"corpus version {report.corpus_version}, built {report.built_at}")
+    print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
     for o in report.failed:
         print(f"  skipped {term_safe(o.path)}: {term_safe(o.reason)}")
     return 0
@@ -192,10 +194,11 @@ def cmd_collections(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     engine = _engine(s)
     infos = engine.collections()
+    bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
     if args.json:
         from .types import to_jsonable
 
-        print(dump_json(to_jsonable(infos)))
+        print(dump_json([{**to_jsonable(i), "abstain_bar": to_jsonable(bars[i.name])} for i in infos]))
         return 0
     if not infos:
         where = redact_url(s.qdrant_url) or s.qdrant_path
@@ -205,6 +208,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
     for i in infos:
         print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
               f"{term_safe(i.built_at or '-')}")
+        print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
     return 0
 
 
@@ -222,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--chunk-size", dest="chunk_size", help="words per chunk (an integer ≥ 1)")
     ing.add_argument("--chunk-overlap", dest="chunk_overlap", help="words shared by neighbouring chunks (0 ≤ N < chunk size)")
     ing.add_argument("--no-prune", action="store_true", help="keep documents that are not in PATHS any more")
+    ing.add_argument("--no-calibrate", action="store_true",
+                     help="do not set the abstain bar from the corpus itself (label-free calibration, a few seconds)")
     ing.add_argument("--json", action="store_true", help="print the ingest report as JSON")
     ing.add_argument("--quiet", "-q", action="store_true")
     ing.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")

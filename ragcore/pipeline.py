@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .answerability import Support, assess
 from .answering import Answerer, Resources
+from .autocalibrate import AbstainBarInfo, bar_info, ensure_auto_calibration
 from .citations import SupportScorer
 from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
@@ -60,19 +61,22 @@ class Engine:
 
     def ingest(
         self, paths: Sequence[str | Path], collection: str | None = None, *, prune: bool = True,
-        progress: Progress | None = None, settings: RagcoreSettings | None = None,
+        progress: Progress | None = None, settings: RagcoreSettings | None = None, calibrate: bool = True,
     ) -> IngestReport:
+        """Ingest files or folders; ``calibrate``: set the label-free abstain bar when the corpus changed."""
         s = settings or self.settings
         name = collection or s.collection
         root, files = discover([Path(p) for p in paths])
         report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self.encoder,
                         settings=s, prune=prune, progress=progress)
         self.retriever.invalidate(name)
+        if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
+            ensure_auto_calibration(self, name, s)
         return report
 
     def ingest_uploads(
         self, files: Sequence[tuple[str, bytes]], collection: str | None = None, *, progress: Progress | None = None,
-        settings: RagcoreSettings | None = None,
+        settings: RagcoreSettings | None = None, calibrate: bool = True,
     ) -> IngestReport:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
         s = settings or self.settings
@@ -81,6 +85,8 @@ class Engine:
         report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
                         settings=s, prune=False, progress=progress)
         self.retriever.invalidate(name)
+        if calibrate:
+            ensure_auto_calibration(self, name, s)
         return report
 
     def drop(self, collection: str) -> None:
@@ -120,13 +126,15 @@ class Engine:
             return hit[1]
 
     def abstain_bar(self, settings: RagcoreSettings | None = None, collection: str | None = None) -> tuple[float, str]:
-        """The bar in force and where it comes from ("calibrated on …" or "settings")."""
+        """The bar in force and where it comes from: "calibrated on <data set>" (labelled),
+        "calibrated without labels on this corpus (…)" (autocalibrate.py) or "settings"."""
+        info = self.abstain_bar_info(collection, settings)
+        return info.value, info.description
+
+    def abstain_bar_info(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> AbstainBarInfo:
+        """The bar in force with its source, method and expected answer/abstain rates."""
         s = settings or self.settings
-        if s.calibrated_bar:
-            cal = self.store.read_meta(collection or s.collection).get("calibration") or {}
-            if isinstance(cal.get("bar"), (int, float)):
-                return float(cal["bar"]), f"calibrated on {cal.get('dataset', 'a data set')}"
-        return s.abstain_bar, "settings"
+        return bar_info(self.store.read_meta(collection or s.collection), s)
 
     def support(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> Support:
         """The corpus-mode support score of a question, without composing an answer."""

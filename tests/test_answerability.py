@@ -46,7 +46,8 @@ def _cand(chunk: Chunk, cos: float | None, rank: int) -> Candidate:
 @pytest.fixture
 def garden(make_engine, tmp_path: Path) -> Engine:
     e = make_engine(collection="garden")
-    e.ingest([write_corpus(tmp_path / "corpus", CORPUS)], "garden")
+    # the settings' bar, not the one a label-free calibration would set (test_autocalibrate.py covers that)
+    e.ingest([write_corpus(tmp_path / "corpus", CORPUS)], "garden", calibrate=False)
     return e
 
 

@@ -21,9 +21,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = write_corpus(tmp_path / "c", {"05-scores.md": (DOCS / "05-scores-top-k-and-threshold.md").read_text(),
                                            "bad.md": b"\x00\x01binary\x00"})
-    assert main(["ingest", str(corpus), "--collection", "cli"]) == 0
+    assert main(["ingest", str(corpus), "--collection", "cli", "--no-calibrate"]) == 0
     out = capsys.readouterr().out
     assert "1 added" in out and "1 failed" in out and "skipped bad.md: binary content" in out
+    assert "abstain bar 0.50 — settings" in out
 
     assert main(["ask", "What does the threshold apply to?", "--collection", "cli"]) == 0
     out = capsys.readouterr().out
@@ -47,7 +48,14 @@ def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.C
         assert c["path"] == "05-scores.md" and cited.strip()
 
     assert main(["collections"]) == 0
-    assert "cli" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "cli" in out and "abstain bar 0.50 — settings" in out
+    # a re-ingest without --no-calibrate sets the bar from the corpus itself, and says so
+    assert main(["ingest", str(corpus), "--collection", "cli"]) == 0
+    assert "calibrated without labels on this corpus" in capsys.readouterr().out
+    assert main(["collections", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed[0]["abstain_bar"]["source"] == "auto" and 0 < listed[0]["abstain_bar"]["value"] < 1
 
 
 def test_clear_errors(tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
