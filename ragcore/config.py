@@ -316,6 +316,23 @@ class RagcoreSettings:
     candidates: int = _setting(50, "int", ge=1)  # per branch, before cuts
     dedupe: bool = _setting(True, "bool")  # best chunk per (path, section) wins
     path_filter: str | None = _setting(None, "str", optional=True)  # globs on the relative path
+    # What documents say about themselves (retrieval/fields.py): weight of question terms found in a
+    # chunk's title, section headings, anchor and file name, added to its BM25 score (0: off; off by
+    # default: it helped on django-docs-qa but lowered nDCG@10 on git-docs-qa)
+    field_weight: float = _setting(0.0, "float", ge=0.0, le=10.0)
+    # Rank documents, then passages (retrieval/documents.py): a document's score is its best chunk's
+    # plus doc_decay × its second's plus doc_decay² × its third's (0: rank chunks alone). 1.0 raised
+    # nDCG@10 on both django-docs-qa and git-docs-qa (bench/results/eval-*-signals-*.md); still 0 by
+    # default until tests/test_retrieval.py pins doc_decay=0 for its chunk-order tests
+    doc_decay: float = _setting(0.0, "float", ge=0.0, le=1.0)
+    # at most this many chunks of one document before every other document's best chunks (0: off)
+    per_doc: int = _setting(0, "int", ge=0)
+    # Pseudo-relevance feedback (retrieval/expansion.py): terms taken from the best prf_docs chunks of
+    # a first pass and added to the BM25 query with weight prf_weight (prf_terms 0: off; off by
+    # default: it helped on git-docs-qa, not on django-docs-qa)
+    prf_terms: int = _setting(0, "int", ge=0, le=50)
+    prf_docs: int = _setting(3, "int", ge=1, le=20)
+    prf_weight: float = _setting(0.3, "float", ge=0.0, le=1.0)
 
     # answering
     # support below this: abstain (answerability.py; tuned on django-docs-qa)

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import sparse as sp
 
 from .pathfilter import parse_path_filter, path_matches
+from .sparse import term_index
 from .store import CollectionData
 from .types import Chunk
 
@@ -57,6 +58,11 @@ class SearchIndex:
         self.df = np.diff(self.sparse.indptr).astype(np.float64)
         self.n_docs = n
         self.by_id = {c.chunk_id: i for i, c in enumerate(self.chunks)}
+
+    def idf(self, term: str) -> float:
+        """The corpus IDF of one term (Qdrant's formula; 0 for a term no chunk holds)."""
+        col = self._cols.get(term_index(term))
+        return float(qdrant_idf(self.df[col], self.n_docs)) if col is not None else 0.0
 
     def __len__(self) -> int:
         return self.n_docs

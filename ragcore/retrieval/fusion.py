@@ -23,6 +23,7 @@ class PoolEntry:
     bm25: float | None
     dense_rank: int | None
     sparse_rank: int | None
+    field_score: float | None = None  # the part of bm25 from title/section/anchor/file-name matches
 
 
 def rank_score_kind(retrieval_mode: str, fusion: str) -> ScoreKind:
@@ -90,6 +91,15 @@ def rank_pool(
         Candidate(
             chunk=e.chunk, dense_score=e.cosine, sparse_score=e.bm25, fused_score=fused.get(e.chunk.chunk_id),
             dense_rank=e.dense_rank, sparse_rank=e.sparse_rank, fused_rank=f_order.get(e.chunk.chunk_id), rank=rank,
+            field_score=e.field_score,
         )
         for rank, e in enumerate(ordered, 1)
     ]
+
+
+def feedback(pool: Sequence[PoolEntry], settings) -> list[Chunk]:
+    """The first pass's best ``settings.prf_docs`` chunks by RRF over both branches: what
+    pseudo-relevance feedback reads (RRF whatever the fusion setting: it needs only ranks)."""
+    def rrf(e: PoolEntry) -> float:
+        return sum(1.0 / (settings.rrf_k + r) for r in (e.dense_rank, e.sparse_rank) if r is not None)
+    return [e.chunk for e in sorted(pool, key=lambda e: (-rrf(e), e.chunk.chunk_id))[: settings.prf_docs]]

@@ -20,15 +20,23 @@ from ..store import DENSE, SPARSE, chunk_from_payload
 from .fusion import PoolEntry
 
 
-def local_pool(idx: SearchIndex, q_dense: np.ndarray, q_sparse: SparseVec, settings: RagcoreSettings) -> list[PoolEntry]:
+def local_pool(
+    idx: SearchIndex, q_dense: np.ndarray, q_sparse: SparseVec, settings: RagcoreSettings,
+    fields: np.ndarray | None = None,
+) -> list[PoolEntry]:
+    """The pool over the in-process index. ``fields`` (field score per chunk, already weighted)
+    is added to each chunk's BM25 before the sparse branch ranks, so a chunk whose heading or
+    file name matches can enter the pool on that alone."""
     sc = idx.score(q_dense, (q_sparse.indices, q_sparse.values), settings.path_filter)
+    sparse = sc.sparse if fields is None else sc.sparse + fields
     n = settings.candidates
     d_top = top_indices(sc.dense, n, sc.mask) if settings.retrieval_mode != "sparse" else []
-    s_top = top_indices(sc.sparse, n, sc.mask, positive_only=True) if settings.retrieval_mode != "dense" else []
+    s_top = top_indices(sparse, n, sc.mask, positive_only=True) if settings.retrieval_mode != "dense" else []
     d_rank = {i: r for r, i in enumerate(d_top, 1)}
     s_rank = {i: r for r, i in enumerate(s_top, 1)}
     return [
-        PoolEntry(idx.chunks[i], float(sc.dense[i]), float(sc.sparse[i]), d_rank.get(i), s_rank.get(i))
+        PoolEntry(idx.chunks[i], float(sc.dense[i]), float(sparse[i]), d_rank.get(i), s_rank.get(i),
+                  float(fields[i]) if fields is not None else None)
         for i in dict.fromkeys([*d_top, *s_top])
     ]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from ..config import RagcoreSettings
 from ..embeddings import OnnxMiniLM
@@ -18,8 +19,13 @@ from ..search_index import SearchIndex
 from ..sparse import Bm25Encoder
 from ..store import Store
 from ..types import RetrievalResult
+
+Expansion = tuple[tuple[str, float], ...]
 from .cuts import apply_cuts
-from .fusion import PoolEntry, rank_pool, rank_score_kind
+from .documents import rank_documents
+from .expansion import expanded_query, expansion_terms
+from .fields import FieldIndex
+from .fusion import PoolEntry, feedback, rank_pool, rank_score_kind
 from .pools import local_pool, server_pool
 
 
@@ -31,6 +37,7 @@ class HybridSearch:
         self.encoder = encoder
         self.bm25 = bm25 or Bm25Encoder()
         self._indexes: dict[str, tuple[str, SearchIndex]] = {}
+        self._fields: dict[str, tuple[SearchIndex, FieldIndex]] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ in-process index (embedded store)
@@ -38,6 +45,7 @@ class HybridSearch:
     def invalidate(self, collection: str) -> None:
         with self._lock:
             self._indexes.pop(collection, None)
+            self._fields.pop(collection, None)
 
     def index(self, collection: str) -> SearchIndex:
         """The collection's in-process index, loaded once per corpus version."""
@@ -50,29 +58,54 @@ class HybridSearch:
             self._indexes[collection] = (version, idx)
             return idx
 
+    def fields(self, collection: str) -> FieldIndex:
+        """The collection's title/section/anchor/file-name index, built on first use per index."""
+        idx = self.index(collection)
+        with self._lock:
+            hit = self._fields.get(collection)
+            if hit is None or hit[0] is not idx:
+                hit = (idx, FieldIndex(idx.chunks))
+                self._fields[collection] = hit
+            return hit[1]
+
     # ------------------------------------------------------------------ search
 
     def entries(self, collection: str, query: str, settings: RagcoreSettings) -> list[PoolEntry]:
         """The unranked pool: the best ``settings.candidates`` of each branch."""
+        return self._entries(collection, query, settings)[0]
+
+    def _entries(self, collection: str, query: str, settings: RagcoreSettings) -> tuple[list[PoolEntry], Expansion]:
         q_dense = self.encoder.encode([query])[0]
         q_sparse = self.bm25.encode_query(query)
-        if self.store.is_embedded:
-            return local_pool(self.index(collection), q_dense, q_sparse, settings)
-        return server_pool(self.store.client, collection, q_dense, q_sparse, settings)
+        if not self.store.is_embedded:
+            # field scores and feedback need the whole collection in process: server back end ranks on BM25 + cosine
+            return server_pool(self.store.client, collection, q_dense, q_sparse, settings), ()
+        idx = self.index(collection)
+        fields = self.fields(collection).score(query) * settings.field_weight if settings.field_weight > 0 else None
+        entries = local_pool(idx, q_dense, q_sparse, settings, fields)
+        if settings.prf_terms <= 0 or settings.retrieval_mode == "dense":
+            return entries, ()
+        terms = expansion_terms(query, feedback(entries, settings), idx.idf, n_terms=settings.prf_terms, weight=settings.prf_weight)
+        return local_pool(idx, q_dense, expanded_query(q_sparse, terms), settings, fields), terms
 
     def pool(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
         """The ranked pool, nothing cut yet."""
         t0 = time.perf_counter()
         self.encoder.encode([query])  # timed apart: the model, not the search
         t1 = time.perf_counter()
-        entries = self.entries(collection, query, settings)
+        entries, terms = self._entries(collection, query, settings)
         t2 = time.perf_counter()
+        kind = rank_score_kind(settings.retrieval_mode, settings.fusion)
         cands = rank_pool(entries, retrieval_mode=settings.retrieval_mode, fusion=settings.fusion,
                           rrf_k=settings.rrf_k, dense_weight=settings.dense_weight)
+        cands = rank_documents(cands, kind, decay=settings.doc_decay, per_doc=settings.per_doc)
+        if settings.field_weight > 0 and self.store.is_embedded:
+            fi = self.fields(collection)
+            cands = [replace(c, matched_fields=fi.explain(c.chunk, query)) if c.field_score else c for c in cands]
         return RetrievalResult(
-            query=query, retrieval_mode=settings.retrieval_mode,
-            rank_score_kind=rank_score_kind(settings.retrieval_mode, settings.fusion), candidates=tuple(cands),
+            query=query, retrieval_mode=settings.retrieval_mode, rank_score_kind=kind, candidates=tuple(cands),
             latency_ms={"embed": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3, "fuse_and_cut": (time.perf_counter() - t2) * 1e3},
+            expansion_terms=terms,
         )
 
     def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
@@ -82,4 +115,4 @@ class HybridSearch:
         cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe)
         latency = dict(result.latency_ms)
         latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
-        return RetrievalResult(result.query, result.retrieval_mode, result.rank_score_kind, cut, latency)
+        return replace(result, candidates=cut, latency_ms=latency)
