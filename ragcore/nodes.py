@@ -25,7 +25,10 @@ PROVENANCE_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section", "anchor", "page", "ordinal", "title",
 )
 # scores and ranks a retrieved node carries (None where a branch did not rank it)
-SCORE_KEYS = ("cosine", "bm25", "fused", "score_kind", "dense_rank", "sparse_rank", "fused_rank", "rank", "origin")
+SCORE_KEYS = (
+    "cosine", "bm25", "fused", "score_kind", "dense_rank", "sparse_rank", "fused_rank", "rank", "origin",
+    "field_score", "matched_fields", "doc_score", "doc_rank",
+)
 CITATION_KEY = "citation_n"
 RAGCORE_KEYS = (*PROVENANCE_KEYS, *SCORE_KEYS, CITATION_KEY, "citation", "doc_chunks", "fp", "context")
 
@@ -75,6 +78,9 @@ def candidate_to_node(c: Candidate, score_kind: ScoreKind = "cosine") -> NodeWit
         "dense_rank": c.dense_rank, "sparse_rank": c.sparse_rank, "fused_rank": c.fused_rank, "rank": c.rank,
         "origin": c.origin,
     }
+    if c.doc_rank is not None or c.field_score is not None:  # the retrieval signals that were on
+        extra.update(field_score=c.field_score, matched_fields=list(c.matched_fields), doc_score=c.doc_score,
+                     doc_rank=c.doc_rank)
     return NodeWithScore(node=chunk_to_node(c.chunk, extra), score=c.score_for(score_kind))
 
 

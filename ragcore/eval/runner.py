@@ -58,6 +58,7 @@ RUN_KINDS: tuple[str, ...] = ("ragcore", "llamaindex")
 CONFIG_KEYS = (
     "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
+    "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",
 )
 
 

@@ -55,6 +55,7 @@ __all__ = [
 SWEEPABLE = (
     "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
+    "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",  # retrieval signals
 )
 INGEST_KEYS = ("chunk_size", "chunk_overlap")
 
