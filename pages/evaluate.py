@@ -26,7 +26,15 @@ from ui import state
 from ui.render import fmt_ms, md_escape, md_inline, viewer_params
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "django-docs-qa"
+BUNDLED_DATASET = ROOT / "bench" / "data" / "guide-qa"  # questions about the user guide (the demo collection)
+DJANGO_DATASET = ROOT.parent / "shared" / "data" / "django-docs-qa"
+
+
+def suggested_dataset(collection: str) -> Path | None:
+    """The bundled set for the demo collection; the Django set (when present) for other collections."""
+    if collection != "guide" and DJANGO_DATASET.is_dir():
+        return DJANGO_DATASET
+    return BUNDLED_DATASET if BUNDLED_DATASET.is_dir() else (DJANGO_DATASET if DJANGO_DATASET.is_dir() else None)
 BASELINE_CHOICES = {"bm25": BM25_LABEL + " (ragcore sparse)", "llamaindex": LLAMAINDEX_LABEL + " (retrieval only; needs corpus/)"}
 
 rt = shell.page_init()
@@ -57,8 +65,11 @@ with c1:
             if up is not None:
                 dataset = _load_upload(up.getvalue(), up.name)
         else:
+            suggested = suggested_dataset(ss.get("cfg_collection") or "")
+            if "ev_folder" not in ss and suggested is not None:
+                ss["ev_folder"] = str(suggested)
             folder = st.text_input("Folder (or a .jsonl file) on the machine that runs the app", key="ev_folder",
-                                   value=str(DEFAULT_DATASET) if DEFAULT_DATASET.is_dir() else "")
+                                   help=f"The bundled set: {BUNDLED_DATASET}" if BUNDLED_DATASET.is_dir() else None)
             if folder.strip():
                 p = Path(folder.strip()).expanduser()
                 dataset = _load_folder(str(p), p.stat().st_mtime if p.exists() else 0.0)
@@ -84,7 +95,7 @@ with c2:
 
 settings = state.settings()
 bar_value, bar_source = rt.engine.abstain_bar(settings, collection)
-st.caption(f"Configuration (sidebar and Settings page): mode **{settings.retrieval_mode}** · top-K **{settings.top_k}** · "
+st.caption(f"Configuration (the notebook's controls and the Settings page): mode **{settings.retrieval_mode}** · top-K **{settings.top_k}** · "
            f"threshold **{settings.threshold:.2f}** · fusion {settings.fusion} (k={settings.rrf_k}) · "
            f"abstain bar {bar_value:.3f} ({md_inline(bar_source)}) · generator {md_inline(state.generator_name(settings))}")
 
@@ -274,10 +285,11 @@ else:
                           index=metric_keys.index("ndcg_at_10") if "ndcg_at_10" in metric_keys else 0)
     trend["when"] = pd.to_datetime(trend["when"], errors="coerce")
     chart = alt.Chart(trend.dropna(subset=[metric])).mark_line(point=True).encode(
-        x=alt.X("when:T", title=None),
+        # a date-and-time axis: with runs minutes apart Vega's default labels read ":12"
+        x=alt.X("when:T", title="run", axis=alt.Axis(format="%b %d, %H:%M", labelAngle=-30, labelOverlap=True)),
         y=alt.Y(f"{metric}:Q", title=METRIC_LABELS[metric], scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("label:N", title="configuration"),
-        tooltip=["when:T", "label:N", alt.Tooltip(f"{metric}:Q", format=".3f"), "file:N"],
+        tooltip=[alt.Tooltip("when:T", format="%Y-%m-%d %H:%M:%S"), "label:N", alt.Tooltip(f"{metric}:Q", format=".3f"), "file:N"],
     ).properties(height=280)
     st.altair_chart(chart, width="stretch")
     st.caption(f"{len(saved_runs)} saved evaluation files under {md_inline(str(Path(rt.settings.data_dir) / 'eval_runs'))}.")

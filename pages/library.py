@@ -10,18 +10,16 @@ from ui import shell
 shell.ensure_frame()
 
 import re
-import time
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from ragcore.ingest.loaders import SUPPORTED_SUFFIXES, kind_for
+from ragcore.ingest.loaders import kind_for
 from ragcore.selection import selection_problem
-from ui import state, streaming
+from ui import library_admin, state, streaming
 from ui.notebook import Cell
 from ui.cells import render_cell
-from ui.render import md_code, md_escape, md_inline
+from ui.render import md_code, md_inline
 from ui.viewer import load_source, viewer_html
 
 rt = shell.page_init()
@@ -213,109 +211,8 @@ with tab_view:
                             _draw(cell)
 
 
-# ---------------------------------------------------------------- collections
+# ---------------------------------------------------------------- collections, ingest (ui/library_admin.py)
 with tab_cols:
-    try:
-        cols = rt.collections(max_age=0)
-    except Exception as exc:  # noqa: BLE001
-        state.show_error(exc, "Listing the collections")
-        cols = []
-    if not cols:
-        st.info("No collections yet: ingest a folder or files in the Ingest tab.")
-    else:
-        st.dataframe(
-            pd.DataFrame([
-                {"collection": c.name, "documents": c.documents, "chunks": c.chunks, "corpus version": c.corpus_version,
-                 "built at": (c.built_at or "").replace("T", " ").replace("+00:00", " UTC"), "ingest root": c.root,
-                 "embedding model": c.embedding_model, "chunk size": (c.settings or {}).get("chunk_size"),
-                 "overlap": (c.settings or {}).get("chunk_overlap")}
-                for c in cols
-            ]),
-            hide_index=True, width="stretch",
-        )
-        st.caption(f"Data directory {md_code(rt.settings.data_dir)} · "
-                   + (f"Qdrant server {md_inline(rt.settings.qdrant_url)}" if rt.settings.qdrant_url else "embedded Qdrant"))
-
-# ---------------------------------------------------------------- ingest
-NAME_OK = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def show_report(job: state.IngestJob) -> None:
-    if job.error:
-        st.error(md_escape(job.error), icon=":material/error:")
-        return
-    r = job.report
-    if r is None:
-        return
-    st.success(f"{md_inline(job.label)} into **{md_inline(r.collection)}** finished in {r.seconds:.1f} s · "
-               f"{r.chunks_written} chunks written · corpus version {md_code(r.corpus_version)}", icon=":material/check_circle:")
-    m = st.columns(5)
-    for col, key in zip(m, ("added", "updated", "unchanged", "removed", "failed")):
-        col.metric(key, r.count(key))
-    if r.failed:
-        st.markdown("**Skipped files**")
-        st.dataframe(pd.DataFrame([{"file": o.path, "reason": o.reason} for o in r.failed]), hide_index=True, width="stretch")
-    with st.expander("Every file"):
-        st.dataframe(pd.DataFrame([{"file": o.path, "status": o.status, "chunks": o.chunks, "reason": o.reason or ""}
-                                   for o in r.outcomes]), hide_index=True, width="stretch")
-
-
+    library_admin.collections_tab(rt)
 with tab_ingest:
-    s = state.settings()
-    ss.setdefault("ing_collection", collection)
-    st.text_input("Collection", key="ing_collection", help="Letters, digits, - and _. A new name creates a new collection.")
-    st.caption(f"Chunking: {s.chunk_size} words per chunk, {s.chunk_overlap} words overlap (change on the Settings page). "
-               f"Supported: Markdown, reST, text, HTML, PDF and source code, up to {s.max_file_bytes / 1e6:.0f} MB per file.")
-    target = (ss.get("ing_collection") or "").strip()
-    name_ok = bool(NAME_OK.match(target))
-    if target and not name_ok:
-        st.error("Invalid collection name: use letters, digits, - and _.")
-    job = rt.job
-    busy = job is not None and job.running
-    fc, uc = st.columns(2, gap="large")
-    with fc, st.container(border=True):
-        st.markdown("**A folder on this machine**")
-        folder = st.text_input("Folder path", key="ing_folder", placeholder="/path/to/docs",
-                               help="Read on the machine that runs the app. Unchanged files are skipped; deleted files are removed.")
-        rebuild = st.checkbox("Rebuild from scratch (re-chunk every file with the current chunking)", key="ing_rebuild")
-        go_folder = st.button("Ingest folder", type="primary", key="ing_go_folder", disabled=busy or not name_ok or not (folder or "").strip())
-    with uc, st.container(border=True):
-        st.markdown("**Upload files**")
-        files = st.file_uploader("Files", accept_multiple_files=True, key="ing_files",
-                                 type=sorted(x.lstrip(".") for x in SUPPORTED_SUFFIXES), label_visibility="collapsed")
-        go_upload = st.button("Ingest uploaded files", type="primary", key="ing_go_upload", disabled=busy or not name_ok or not files)
-
-    if go_folder:
-        p = Path((folder or "").strip()).expanduser()
-        if not p.exists():
-            st.error(f"No such file or folder: {md_inline(p)}. The path is read on the machine that runs the app.", icon=":material/error:")
-        else:
-            def work(job: state.IngestJob, p: Path = p, name: str = target, s=s, rebuild: bool = rebuild):
-                if rebuild and rt.engine.store.exists(name):
-                    rt.engine.drop(name)
-                return rt.engine.ingest([p], name, progress=job.progress, settings=s)
-
-            job = rt.start_ingest(target, f"Ingest of {p}", work)
-            ss["ing_mine"] = job
-    if go_upload and files:
-        payload = [(f.name, f.getvalue()) for f in files]
-
-        def work(job: state.IngestJob, payload=payload, name: str = target, s=s):
-            return rt.engine.ingest_uploads(payload, name, progress=job.progress, settings=s)
-
-        job = rt.start_ingest(target, f"Upload of {len(payload)} file{'s' if len(payload) != 1 else ''}", work)
-        ss["ing_mine"] = job
-
-    job = rt.job
-    if job is not None:
-        if job.running:
-            bar = st.progress(0.0, text=f"{job.label}: starting…")
-            while job.running:
-                frac = job.done / job.total if job.total else 0.0
-                bar.progress(min(frac, 1.0), text=f"{md_inline(job.label)}: {job.done}/{job.total} files · {md_inline(job.current)}")
-                time.sleep(0.25)
-            bar.progress(1.0, text=f"{md_inline(job.label)}: done")
-            if ss.get("ing_mine") is job and job.report is not None:
-                ss["cfg_collection"] = job.collection
-            st.rerun()
-        show_report(job)
+    library_admin.ingest_tab(rt)

@@ -14,7 +14,7 @@ import streamlit as st
 from ragcore.selection import selection_problem
 from ui import state, streaming
 from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
-from ui.cells import render_cell
+from ui.cells import MAX_QUESTION_CHARS, render_cell
 from ui.render import md_escape, md_inline
 
 rt = shell.page_init()
@@ -29,6 +29,9 @@ if rt.info(collection) is None:
 
 nb = state.load_notebook(rt, collection)
 pending = ss.pop("nb_pending", None)
+stale = rt.staleness(collection)
+stale_notice = (f"Answered from '{collection}' while its folder has changes ({stale.summary()}): the answer may miss "
+                "them. Bring it up to date below." if stale is not None and stale.stale else None)
 
 
 def _rerun(cell_id: str) -> None:
@@ -51,7 +54,12 @@ def _lab(cell_id: str) -> None:
 
 def _submit() -> None:
     q = (ss.get("nb_question") or "").strip()
-    if q:
+    if not q:
+        ss["nb_error"] = "Type a question first: the question was empty."
+    elif len(q) > MAX_QUESTION_CHARS:
+        ss["nb_error"] = (f"The question is {len(q):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. "
+                          "Shorten it, or paste a long passage as Selected text and ask about it.")
+    else:
         ss["nb_pending"] = {"kind": "new", "question": q}
 
 
@@ -71,9 +79,17 @@ if not nb.cells and not pending:
     )
 
 
+def _from_current(cell: Cell) -> bool:
+    """Was the cell's latest run answered from the collection as it is now (not an older build)?"""
+    meta = (cell.current.answer.get("metadata") or {}) if cell.current is not None else {}
+    info = rt.info(collection)
+    return info is not None and cell.context_mode != "selection" and meta.get("corpus_version") == info.corpus_version
+
+
 def _renderer(index: int, *, show_diff: bool = False):
     def draw(cell: Cell) -> None:
-        render_cell(cell, index, collection, show_diff=show_diff, on_rerun=_rerun, on_delete=_delete, on_lab=_lab)
+        render_cell(cell, index, collection, show_diff=show_diff, on_rerun=_rerun, on_delete=_delete, on_lab=_lab,
+                    notice=stale_notice if cell.current is not None and _from_current(cell) else None)
     return draw
 
 
@@ -105,26 +121,36 @@ if pending and pending["kind"] == "new":
         except Exception as exc:  # noqa: BLE001
             state.show_error(exc, "Answering")
 
-# ---------------------------------------------------------------- the question box and its modes
+# ---------------------------------------------------------------- the question box and its controls (the only ones)
 with st.container(border=False):
-    opts = st.columns([0.5, 0.5], vertical_alignment="bottom")
+    opts = st.columns([0.3, 0.26, 0.22, 0.22], vertical_alignment="bottom")
     with opts[0]:
         context = state.context_mode_control("nb_context", label="Context")
     with opts[1]:
         state.retrieval_mode_control("nb_mode", label="Retrieval")
+    with opts[2]:
+        state.top_k_control("nb_top_k")
+    with opts[3]:
+        state.threshold_control("nb_threshold")
     if context in ("selection", "both"):
         st.text_area(
             "Selected text", key="nb_passage", height=110,
             placeholder="Paste the passage to ask about (or select lines in the Library's source viewer).",
             help=f"At least {s.min_selection_chars} characters.",
         )
+    s = state.settings()
     retrieval = "" if context == "selection" else f"{s.retrieval_mode} · top-K {s.top_k} · threshold {s.threshold:.2f} · "
-    st.caption(
-        f"Asking **{md_inline(collection)}** · {retrieval}generator **{md_inline(state.generator_name(s))}** — "
-        "top-K and the threshold are in the sidebar."
-    )
+    st.caption(f"Asking **{md_inline(collection)}** · {retrieval}generator **{md_inline(state.generator_name(s))}**")
+    if stale is not None and stale.stale:
+        sc = st.columns([0.75, 0.25], vertical_alignment="center")
+        sc[0].warning(f"'{md_inline(collection)}' is out of date: {md_inline(stale.summary())} since it was built. "
+                      "Answers come from the collection as it was built.", icon=":material/sync_problem:")
+        if sc[1].button("Bring up to date", key="nb_refresh", icon=":material/sync:",
+                        disabled=not stale.checked or (rt.job is not None and rt.job.running)):
+            state.start_refresh(rt, collection, stale.root)
+            st.rerun()
 
-st.chat_input(f"Ask a question about '{collection}'…", key="nb_question", on_submit=_submit)
+st.chat_input(f"Ask a question about '{collection}'…", key="nb_question", on_submit=_submit, max_chars=MAX_QUESTION_CHARS)
 
 # ---------------------------------------------------------------- toolbar: count, export, clear (drawn last)
 nb = state.load_notebook(rt, collection)

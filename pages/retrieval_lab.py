@@ -17,7 +17,7 @@ from ragcore.pipeline import Engine
 from ragcore.types import Candidate, RetrievalResult
 from ui import state
 from ui.probe import probe
-from ui.render import fmt_score, md_escape, md_inline, viewer_params, viewer_url
+from ui.render import fmt_score, md_escape, md_inline, shorten, viewer_params, viewer_url
 
 rt = shell.page_init()
 ss = st.session_state
@@ -38,6 +38,27 @@ ss.setdefault("lab_dense_weight", float(base.dense_weight))
 ss.setdefault("lab_candidates", int(base.candidates))
 ss.setdefault("lab_dedupe", bool(base.dedupe))
 ss.setdefault("lab_queries", 0)
+# the lab's own retrieval controls: they start from the notebook's and never change them, except
+# through "Use these settings in the notebook" below
+ss.setdefault("lab_cfg_mode", ss["cfg_mode"])
+ss.setdefault("lab_cfg_top_k", int(ss["cfg_top_k"]))
+ss.setdefault("lab_cfg_threshold", float(ss["cfg_threshold"]))
+LAB_TO_NOTEBOOK = {"lab_cfg_mode": "cfg_mode", "lab_cfg_top_k": "cfg_top_k", "lab_cfg_threshold": "cfg_threshold"}
+LAB_TO_BASE = {"lab_fusion": "fusion", "lab_rrf_k": "rrf_k", "lab_dense_weight": "dense_weight",
+               "lab_candidates": "candidates", "lab_dedupe": "dedupe"}
+
+
+def _use_in_notebook() -> None:
+    for lab_key, nb_key in LAB_TO_NOTEBOOK.items():
+        ss[nb_key] = ss[lab_key]
+    state.set_base_settings(state.base_settings().with_(**{f: ss[k] for k, f in LAB_TO_BASE.items()}))
+    ss["lab_applied"] = (f"The notebook now uses {ss['cfg_mode']} retrieval, top-K {ss['cfg_top_k']}, threshold "
+                         f"{float(ss['cfg_threshold']):.2f}, {ss['lab_fusion']} fusion (this session).")
+
+
+def _differs_from_notebook() -> bool:
+    b = state.base_settings()
+    return any(ss[k] != ss[v] for k, v in LAB_TO_NOTEBOOK.items()) or any(ss[k] != getattr(b, f) for k, f in LAB_TO_BASE.items())
 
 # ---------------------------------------------------------------- query row
 row = st.columns([0.6, 0.4], vertical_alignment="bottom")
@@ -45,13 +66,18 @@ with row[0]:
     question = state.bound(st.text_input, "Question", "lab_question", key="lab_q",
                            placeholder="e.g. What does the threshold apply to?")
 with row[1]:
-    state.retrieval_mode_control("lab_mode", label="Retrieval mode")
+    state.retrieval_mode_control("lab_mode", label="Retrieval mode", canon="lab_cfg_mode")
 
-cuts = st.columns([0.32, 0.32, 0.36], vertical_alignment="bottom")
+cuts = st.columns([0.24, 0.24, 0.18, 0.34], vertical_alignment="bottom")
 with cuts[0]:
-    top_k = state.top_k_control("lab_top_k")
+    top_k = state.top_k_control("lab_top_k", canon="lab_cfg_top_k")
 with cuts[1]:
-    threshold = state.threshold_control("lab_threshold")
+    threshold = state.threshold_control("lab_threshold", canon="lab_cfg_threshold")
+with cuts[3]:
+    st.button("Use these settings in the notebook", key="lab_apply", icon=":material/input:", on_click=_use_in_notebook,
+              disabled=not _differs_from_notebook(), width="stretch",
+              help="Copy the lab's retrieval mode, top-K, threshold, fusion, pool and dedupe into the notebook "
+                   "(this session). Until then the lab never changes the notebook's answers.")
 with cuts[2], st.popover("Fusion, dedupe, pool", icon=":material/tune:", width="stretch"):
     state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=["rrf", "weighted"], required=True,
                 help="rrf: Σ 1/(k + rank) over the branches; weighted: w·cosine + (1−w)·BM25/max.")
@@ -62,7 +88,10 @@ with cuts[2], st.popover("Fusion, dedupe, pool", icon=":material/tune:", width="
                 max_value=1000, step=5, help="The pool the sliders re-filter; changing it queries again.")
     state.bound(st.toggle, "Dedupe (best chunk per section)", "lab_dedupe", key="lab_dedupe_w")
 
+if msg := ss.pop("lab_applied", None):
+    st.toast(msg, icon=":material/input:")
 ls = state.settings().with_(
+    retrieval_mode=ss["lab_cfg_mode"], top_k=int(ss["lab_cfg_top_k"]), threshold=round(float(ss["lab_cfg_threshold"]), 4),
     fusion=ss["lab_fusion"], rrf_k=int(ss["lab_rrf_k"]), dense_weight=float(ss["lab_dense_weight"]),
     candidates=int(ss["lab_candidates"]), dedupe=bool(ss["lab_dedupe"]),
 )
@@ -101,6 +130,8 @@ else:
 
 
 def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
+    """One row per candidate, narrow enough for 1280 px: long locators and sections are shortened
+    (the row's panel below the table shows them in full, with the branch ranks)."""
     rows = []
     n = 0
     for c in res.candidates:
@@ -108,10 +139,9 @@ def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
             n += 1
         ch = c.chunk
         rows.append({
-            "rank": c.rank, "kept": c.kept, "[n]": n if c.kept else None, "cut by": c.dropped_reason or "",
-            "locator": ch.locator.split("#")[0], "section": ch.section_label, "cosine": c.dense_score,
-            "dense rank": c.dense_rank, "BM25": c.sparse_score, "sparse rank": c.sparse_rank, "fused": c.fused_score,
-            "fused rank": c.fused_rank,
+            "rank": c.rank, "status": f"kept [{n}]" if c.kept else f"cut: {c.dropped_reason or 'top_k'}".replace("top_k", "top-K"),
+            "kept": c.kept, "locator": shorten(ch.locator.split("#")[0], 30), "section": shorten(ch.section_label, 26),
+            "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score,
             "open": viewer_url(ch.path, ch.start_line, ch.end_line, ch.page, collection),
         })
     return pd.DataFrame(rows)
@@ -120,19 +150,15 @@ def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
 def column_config(res: RetrievalResult) -> dict:
     fused_kind = "RRF" if ls.fusion == "rrf" else "weighted"
     return {
-        "rank": st.column_config.NumberColumn("rank", width="small", help=f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
-        "kept": st.column_config.CheckboxColumn("kept", width="small"),
-        "[n]": st.column_config.NumberColumn("[n]", width="small", help="Evidence number given to the composer"),
-        "cut by": st.column_config.TextColumn("cut by", width="small", help="threshold, dedupe or top_k"),
-        "locator": st.column_config.TextColumn("locator", width="large"),
-        "section": st.column_config.TextColumn("section", width="medium"),
-        "cosine": st.column_config.NumberColumn("cosine", format="%.3f", help="Dense score: cosine similarity of question and chunk (−1..1). The threshold applies to this."),
-        "dense rank": st.column_config.NumberColumn("dense rank", width="small"),
-        "BM25": st.column_config.NumberColumn("BM25", format="%.2f", help="Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
-        "sparse rank": st.column_config.NumberColumn("sparse rank", width="small"),
-        "fused": st.column_config.NumberColumn(f"fused ({fused_kind})", format="%.4f", help=f"{fused_kind} fusion score"),
-        "fused rank": st.column_config.NumberColumn("fused rank", width="small"),
-        "open": st.column_config.LinkColumn("source", display_text="open ↗", width=70, help="Open the lines in the source viewer"),
+        "rank": st.column_config.NumberColumn("rank", width=46, help=f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
+        "status": st.column_config.TextColumn("kept / cut", width=104, help="kept [n]: evidence number given to the composer; "
+                                              "cut: by the threshold, dedupe (another chunk of the section won) or top-K"),
+        "locator": st.column_config.TextColumn("locator", width="medium", help="path:lines (shortened; select the row for the full text)"),
+        "section": st.column_config.TextColumn("section", width="medium", help="Section path (shortened; select the row for the full text)"),
+        "cosine": st.column_config.NumberColumn("cosine", width=64, help="Dense score: cosine similarity of question and chunk (−1..1). The threshold applies to this."),
+        "BM25": st.column_config.NumberColumn("BM25", width=58, help="Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
+        "fused": st.column_config.NumberColumn(f"fused ({fused_kind})", width=92, help=f"{fused_kind} fusion score"),
+        "open": st.column_config.LinkColumn("source", display_text="open ↗", width=62, help="Open the lines in the source viewer"),
     }
 
 
@@ -176,15 +202,14 @@ with tab_ev:
         if result.candidates:
             st.altair_chart(histogram(result, ls.threshold), width="stretch")
             df = candidates_frame(result)
-            ints = ["rank", "[n]", "dense rank", "sparse rank", "fused rank"]
             styled = (
                 df.style.apply(lambda r: ["color: #8c959f" if not r["kept"] else "" for _ in r], axis=1)
-                .format({**{c: "{:.0f}" for c in ints}, "cosine": "{:.3f}", "BM25": "{:.2f}", "fused": "{:.4f}"}, na_rep="–")
+                .format({"rank": "{:.0f}", "cosine": "{:.3f}", "BM25": "{:.2f}", "fused": "{:.4f}"}, na_rep="–")
             )
             event = st.dataframe(
                 styled, hide_index=True, width="stretch",
-                column_order=["rank", "kept", "[n]", "cut by", "locator", "open", "section", "cosine", "dense rank", "BM25",
-                              "sparse rank", "fused", "fused rank"], height=min(38 + 35 * len(df), 460), column_config=column_config(result),
+                column_order=["rank", "status", "cosine", "BM25", "fused", "locator", "section", "open"],
+                height=min(38 + 35 * len(df), 460), column_config=column_config(result),
                 on_select="rerun", selection_mode="single-row", key="lab_table",
             )
             rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
@@ -192,6 +217,10 @@ with tab_ev:
                 c: Candidate = result.candidates[rows[0]]
                 with st.container(border=True):
                     st.markdown(f"**Rank {c.rank}** · {md_inline(c.chunk.locator)}" + (f" · {md_inline(c.chunk.section_label)}" if c.chunk.section else ""))
+                    st.caption(f"cosine {fmt_score(c.dense_score)} (dense rank {c.dense_rank or '–'}) · "
+                               f"BM25 {fmt_score(c.sparse_score, 2)} (sparse rank {c.sparse_rank or '–'}) · "
+                               f"fused {fmt_score(c.fused_score, 4)} (fused rank {c.fused_rank or '–'})"
+                               + (f" · cut by {c.dropped_reason}" if c.dropped_reason else ""))
                     st.code(c.chunk.text, language=None, wrap_lines=True)
                     st.page_link("pages/library.py", label="Open these lines in the source viewer", icon=":material/open_in_new:",
                                  query_params=viewer_params(c.chunk.path, c.chunk.start_line, c.chunk.end_line, c.chunk.page, collection))

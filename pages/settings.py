@@ -11,11 +11,14 @@ shell.ensure_frame()
 
 from dataclasses import replace
 
+import pandas as pd
 import streamlit as st
 
+from ragcore.app_settings import PERSISTED, settings_path, value_of
 from ragcore.config import ConfigError
+from ragcore.redact import redact_url
 from ui import state
-from ui.render import md_escape, md_inline
+from ui.render import md_code, md_escape, md_inline
 
 rt = shell.page_init()
 ss = st.session_state
@@ -23,8 +26,12 @@ base = state.base_settings()
 llm = base.llm
 
 st.markdown("## Settings")
-st.caption("Changes here apply to this browser session only. To keep them across restarts, set the matching "
-           "RAGCORE_* environment variables before `streamlit run app.py`.")
+settings_file = settings_path(rt.settings.data_dir)
+st.caption(f"Saved values are kept across reloads and restarts in {md_code(settings_file)}. A RAGCORE\\_\\* or OPENAI\\_\\* "
+           "variable set when the app starts wins over the file. API keys are never written by the app: they come from "
+           "the environment or `.streamlit/secrets.toml`.")
+for problem in ss.get("rc_settings_problems") or ():
+    st.warning(f"Ignored in the settings file: {md_inline(problem)}", icon=":material/warning:")
 
 if msg := ss.pop("set_saved", None):
     st.success(msg, icon=":material/check_circle:")
@@ -38,7 +45,8 @@ with left:
     st.markdown("Active generator: " + (f":green-badge[{md_inline(gen)}]" if llm.configured else ":gray-badge[extractive]")
                 + (" · :blue-badge[a key is set]" if llm.api_key else ""))
     with st.form("llm_form", clear_on_submit=True, border=True):
-        base_url = st.text_input("Base URL", value=llm.base_url or "", placeholder="https://api.openai.com/v1  or  http://127.0.0.1:8000/v1",
+        shown_url = redact_url(llm.base_url) or ""  # credentials in the URL are never shown
+        base_url = st.text_input("Base URL", value=shown_url, placeholder="https://api.openai.com/v1  or  http://127.0.0.1:8000/v1",
                                  help="OpenAI-compatible endpoint ending in /v1. Empty: OpenAI itself.")
         model = st.text_input("Model", value=llm.model or "", placeholder="e.g. gpt-4o-mini, llama3.1 — empty: extractive composer",
                               help="Setting a model turns the language model on.")
@@ -56,20 +64,25 @@ with left:
         saved = st.form_submit_button("Save endpoint", type="primary", icon=":material/save:")
     if saved:
         new_key = key.strip() or (None if forget else llm.api_key)
-        new = replace(llm, base_url=base_url.strip() or None, model=model.strip() or None, api=api, api_key=new_key,
+        # the field shows the URL without user:password@; unchanged, it keeps the credentials it had
+        new_url = llm.base_url if base_url.strip() == shown_url and shown_url else (base_url.strip() or None)
+        new = replace(llm, base_url=new_url, model=model.strip() or None, api=api, api_key=new_key,
                       temperature=float(temperature), max_output_tokens=int(max_out), timeout_s=float(timeout))
-        state.set_base_settings(base.with_(llm=new))
-        parts = [f"Saved for this session: generator **{md_inline(state.generator_name(base.with_(llm=new)))}**"]
+        msg = md_inline(state.save_settings(base.with_(llm=new), "Endpoint"))
+        parts = [f"Generator **{md_inline(state.generator_name(base.with_(llm=new)))}**"]
         parts.append("a key is set" if new.api_key else "no key is set")
-        ss["set_saved"] = " · ".join(parts) + "."
+        if key.strip():
+            parts.append("the key you typed is kept for this browser session only (put OPENAI\\_API\\_KEY in the "
+                         "environment or .streamlit/secrets.toml to keep it)")
+            ss.setdefault("rc_sources", {})["llm.api_key"] = "this session"
+        ss["set_saved"] = msg + "  \n" + " · ".join(parts) + "."
         ss.pop("set_check", None)
         st.rerun()
 
     bc = st.columns([0.4, 0.6], vertical_alignment="center")
     test = bc[0].button("Test connection", icon=":material/network_check:", key="set_test")
     if llm.configured and bc[1].button("Switch back to extractive", key="set_extractive", type="tertiary"):
-        state.set_base_settings(base.with_(llm=replace(llm, model=None)))
-        ss["set_saved"] = "Switched to the extractive composer for this session (the endpoint and key are kept)."
+        ss["set_saved"] = md_inline(state.save_settings(base.with_(llm=replace(llm, model=None)), "Switched to the extractive composer"))
         st.rerun()
     if test:
         with st.spinner("Contacting the endpoint…"):
@@ -95,11 +108,11 @@ with right:
                    "so to re-chunk an existing collection tick *Rebuild from scratch* there, or ingest into a new collection.")
         if st.form_submit_button("Save chunking", icon=":material/save:"):
             try:
-                state.set_base_settings(state.base_settings().with_(chunk_size=int(size), chunk_overlap=int(overlap)))
+                new_base = state.base_settings().with_(chunk_size=int(size), chunk_overlap=int(overlap))
             except ConfigError as exc:  # e.g. an overlap not below the size: the settings' own rule and words
                 st.error(md_escape(str(exc)))
             else:
-                ss["set_saved"] = f"Chunking saved for this session: {int(size)} words, {int(overlap)} overlap."
+                ss["set_saved"] = md_inline(state.save_settings(new_base, f"Chunking {int(size)} words, {int(overlap)} overlap"))
                 st.rerun()
 
     st.markdown("#### Answering and retrieval defaults")
@@ -113,20 +126,27 @@ with right:
                                 help="Support below this: the answer abstains (used when the collection has no "
                                      "calibrated bar, or when calibrated bars are off).")
         max_s = c[1].number_input("Max answer sentences", 1, 20, int(base.max_answer_sentences), 1)
+        mode = c[0].selectbox("Retrieval mode", ["hybrid", "dense", "sparse"], index=["hybrid", "dense", "sparse"].index(base.retrieval_mode))
+        top_k = c[1].number_input("Top-K", 1, state.TOP_K_MAX, int(min(base.top_k, state.TOP_K_MAX)), 1)
+        thr = c[0].number_input("Threshold (cosine)", 0.0, 1.0, float(max(base.threshold, 0.0)), 0.01, format="%.2f")
         dedupe = st.toggle("Dedupe (best chunk per section)", value=bool(base.dedupe))
         calibrated = st.toggle("Use the collection's calibrated abstain bar", value=bool(base.calibrated_bar),
                                help="A collection calibrated on the Evaluate page (or with `ragcore eval --calibrate`) "
                                     "carries its own bar; the demo collection is calibrated on first start.")
         cur_bar, cur_src = rt.engine.abstain_bar(base, state.settings().collection)
         st.caption(f"Bar in force for the current collection: {cur_bar:.3f} ({md_inline(cur_src)}).")
-        st.caption("Top-K, the threshold and the retrieval mode are in the sidebar.")
+        st.caption("Mode, top-K and threshold are where a new session starts; the notebook's controls change them for "
+                   "the session, and the lab has its own.")
         if st.form_submit_button("Save defaults", icon=":material/save:"):
-            state.set_base_settings(state.base_settings().with_(
+            new_base = state.base_settings().with_(
                 fusion=fusion, candidates=int(cand), rrf_k=int(rrf_k), dense_weight=float(dw), abstain_bar=float(bar),
-                max_answer_sentences=int(max_s), dedupe=bool(dedupe), calibrated_bar=bool(calibrated)))
-            for k in ("lab_fusion", "lab_rrf_k", "lab_dense_weight", "lab_candidates", "lab_dedupe"):
+                max_answer_sentences=int(max_s), dedupe=bool(dedupe), calibrated_bar=bool(calibrated),
+                retrieval_mode=mode, top_k=int(top_k), threshold=round(float(thr), 4))
+            ss["set_saved"] = md_inline(state.save_settings(new_base, "Answering and retrieval defaults"))
+            ss["cfg_mode"], ss["cfg_top_k"], ss["cfg_threshold"] = mode, int(top_k), round(float(thr), 4)
+            for k in ("lab_fusion", "lab_rrf_k", "lab_dense_weight", "lab_candidates", "lab_dedupe",
+                      "lab_cfg_mode", "lab_cfg_top_k", "lab_cfg_threshold"):
                 ss.pop(k, None)
-            ss["set_saved"] = "Answering and retrieval defaults saved for this session."
             st.rerun()
 
     st.markdown("#### Storage")
@@ -136,3 +156,16 @@ with right:
         st.caption(f"Collections live on the Qdrant server {md_inline(rt.settings.qdrant_url)}.")
     st.caption("Changing the data directory needs a restart: stop the app, set `RAGCORE_DATA_DIR=/new/folder` "
                "(or `RAGCORE_QDRANT_URL` for a server) and start it again. The running app keeps the embedded store open.")
+
+# ---------------------------------------------------------------- where each value comes from
+st.markdown("#### Where each value comes from")
+sources = ss.get("rc_sources") or {}
+cur = state.base_settings()
+rows = []
+for name in (*PERSISTED, "llm.api_key"):
+    v = value_of(cur, name)
+    shown = ("set" if v else "not set") if name == "llm.api_key" else ("–" if v is None else str(v))
+    rows.append({"setting": name, "value": shown, "from": sources.get(name, "default")})
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=38 + 35 * 8, key="set_sources",
+             column_config={"from": st.column_config.TextColumn(help="default · file (the settings file above) · "
+                                                               "environment (VARIABLE) · secrets (.streamlit/secrets.toml) · this session")})

@@ -61,8 +61,10 @@ def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("RAGCORE_APP_WARMUP", "0")  # keep the two cores for the tests
 
     shutil.rmtree(d / "notebooks", ignore_errors=True)
+    (d / "app_settings.json").unlink(missing_ok=True)  # settings saved by a test must not reach the next one
     yield d
     shutil.rmtree(d / "notebooks", ignore_errors=True)
+    (d / "app_settings.json").unlink(missing_ok=True)
 
 
 def new_app(timeout: float = 120):
@@ -85,7 +87,7 @@ def started(page: str | None = None, **session: Any):
 
 
 def ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
+    assert not at.exception, [(e.value, e.stack_trace[-6:]) for e in at.exception]
     assert not at.error, [e.value for e in at.error]
 
 
@@ -110,3 +112,78 @@ def ask(at, question: str = QUESTION):
     at.chat_input[0].set_value(question).run()
     ok(at)
     return at
+
+
+def wait_for_job(at, timeout: float = 180):
+    """Wait for the app's background ingest (ui/jobs.py) to end, then run the script again."""
+    rt = shared_runtime()
+    job = rt.job
+    if job is not None and job.thread is not None:
+        job.thread.join(timeout)
+        assert not job.running, "the ingest did not end in time"
+    at.run()
+    return at
+
+
+class AppServer:
+    """`streamlit run app.py` on a free port with its own data directory, for real-browser tests and
+    the screenshot script; ``restart()`` keeps the data directory (settings, collections, notebooks)."""
+
+    def __init__(self, data_dir: Path, log: Path, env: dict[str, str] | None = None) -> None:
+        self.data_dir, self.log, self.extra_env = data_dir, log, env or {}
+        self.proc = None
+        self.url = ""
+
+    def start(self, timeout: float = 90) -> str:
+        import os
+        import socket
+        import subprocess
+        import time
+        import urllib.request
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGCORE_", "OPENAI_"))}
+        env.update(RAGCORE_DATA_DIR=str(self.data_dir), PYTHONUNBUFFERED="1", **self.extra_env)
+        with open(self.log, "a") as fh:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+                 "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                 "--server.fileWatcherType", "none"],
+                cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"streamlit exited early ({self.proc.returncode}):\n{self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self.url
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError(f"streamlit did not become healthy:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        import os
+        import signal
+        import subprocess
+
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=5)
+        self.proc = None
+
+    def restart(self) -> str:
+        self.stop()
+        return self.start()

@@ -55,11 +55,11 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
 
     monkeypatch.setattr(st, "download_button", recording)
     at = started(cfg_collection=evil_collection)
-    at.slider(key="sb_threshold").set_value(0.0).run()
+    at.slider(key="nb_threshold").set_value(0.0).run()
     ask(at, "How does the zebra protocol greet visitors and what images does it show?")
     texts = _all_markdown(at)
     # the answer quotes the document: every markup character arrives escaped
-    answer = next(t for t in texts if "zebra protocol" in t and "](library?" in t)
+    answer = next(t for t in texts if "zebra protocol" in t and "](#cited-" in t)
     assert "\\<script\\>alert\\(1\\)\\<\\/script\\>" in answer
     for t in texts:  # no raw tags, no live markdown link to javascript:, no live :red[] directive
         assert not re.search(r"(?<!\\)<(script|img)", t), t

@@ -18,7 +18,7 @@ def _lab(question: str = QUESTION):
 
 
 def _table(at):
-    return next(d.value for d in at.dataframe if "cut by" in d.value.columns)
+    return next(d.value for d in at.dataframe if "status" in d.value.columns and "fused" in d.value.columns)
 
 
 def _metrics(at) -> dict[str, str]:
@@ -29,10 +29,11 @@ def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
     at = _lab()
     queries = at.session_state["lab_queries"]
     df = _table(at)
-    for col in ("rank", "kept", "[n]", "cut by", "locator", "section", "cosine", "dense rank", "BM25", "sparse rank",
-                "fused", "fused rank", "open"):
+    for col in ("rank", "status", "locator", "section", "cosine", "BM25", "fused", "open"):
         assert col in df.columns, col
-    assert df["kept"].sum() == 6 and set(df.loc[~df["kept"], "cut by"]) <= {"top_k", "dedupe", "threshold"}
+    assert df["kept"].sum() == 6 and set(df.loc[~df["kept"], "status"]) <= {"cut: top-K", "cut: dedupe", "cut: threshold"}
+    assert list(df.loc[df["kept"], "status"]) == [f"kept [{i}]" for i in range(1, 7)]
+    assert df["locator"].str.len().max() <= 30 and df["section"].str.len().max() <= 26  # shortened to fit
     assert df["open"].iloc[0].startswith("library?path=") and "&lines=" in df["open"].iloc[0]
     assert df["cosine"].between(-1, 1).all()
     assert any(c.proto.spec and "threshold" in c.proto.spec for c in at.get("vega_lite_chart")), "histogram with the threshold rule"
@@ -43,19 +44,21 @@ def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
     ok(at)
     df2 = _table(at)
     assert len(df2) == n_candidates
-    assert (df2["cut by"] == "threshold").sum() > 0
-    assert (df2.loc[df2["cosine"] < 0.4, "cut by"] == "threshold").all()
+    assert (df2["status"] == "cut: threshold").sum() > 0
+    assert (df2.loc[df2["cosine"] < 0.4, "status"] == "cut: threshold").all()
     assert not df2.loc[df2["kept"], "cosine"].lt(0.4).any()
     assert at.session_state["lab_queries"] == queries
-    assert _metrics(at)["Cut: threshold"] == str((df2["cut by"] == "threshold").sum())
-    assert at.slider(key="sb_threshold").value == pytest.approx(0.4)  # the sidebar follows
+    assert _metrics(at)["Cut: threshold"] == str((df2["status"] == "cut: threshold").sum())
+    # the lab's controls are its own: the notebook keeps its threshold until the analyst applies the lab's
+    assert at.session_state["cfg_threshold"] == pytest.approx(0.0) and at.session_state["lab_cfg_threshold"] == pytest.approx(0.4)
+    assert not at.sidebar.get("slider"), "no retrieval slider in the sidebar"
 
     # top-K: rows past the new K switch to cut with reason top_k — still no new query
     at.slider(key="lab_threshold").set_value(0.0).run()
     at.slider(key="lab_top_k").set_value(2).run()
     ok(at)
     df3 = _table(at)
-    assert df3["kept"].sum() == 2 and list(df3.loc[df3["kept"], "[n]"]) == [1, 2]
+    assert df3["kept"].sum() == 2 and list(df3.loc[df3["kept"], "status"]) == ["kept [1]", "kept [2]"]
     assert at.session_state["lab_queries"] == queries
 
     # a different mode is a different ranking: that one queries again
@@ -63,7 +66,14 @@ def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
     ok(at)
     assert at.session_state["lab_queries"] > queries
     df4 = _table(at)
-    assert list(df4["dense rank"].head(5)) == [1, 2, 3, 4, 5]
+    assert df4["cosine"].head(5).is_monotonic_decreasing
+    assert at.session_state["cfg_mode"] == "hybrid" and at.session_state["cfg_top_k"] == 6
+
+    # "Use these settings in the notebook" copies them over, explicitly
+    at.button(key="lab_apply").click().run()
+    ok(at)
+    assert (at.session_state["cfg_mode"], at.session_state["cfg_top_k"]) == ("dense", 2)
+    assert at.button(key="lab_apply").disabled
 
 
 def test_selecting_a_row_shows_the_chunk_text(app_env):

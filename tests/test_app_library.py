@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.app_support import app_env, captions, markdown_text, ok, started  # noqa: F401
+from tests.app_support import app_env, captions, markdown_text, ok, started, wait_for_job  # noqa: F401
 
 pytestmark = pytest.mark.slow
 LIB = "pages/library.py"
@@ -58,8 +58,9 @@ def test_ask_about_selected_lines_in_selection_mode(app_env):
     assert ans["status"] == "ok" and ans["citations"]
     for c in ans["citations"]:
         assert c["origin"] == "selection" and c["path"] == DOC and 49 <= c["start_line"] <= c["end_line"] <= 59
-    # the answer is shown under the viewer, its [n] linking back to these lines
-    assert any("](library?path=05-scores-top-k-and-threshold.md&lines=" in m.value for m in at.markdown)
+    # the answer is shown under the viewer, its [n] showing the cited lines on hover and beside the answer
+    assert any("](#cited-" in m.value and "05-scores-top-k-and-threshold.md:" in m.value for m in at.markdown)
+    assert any("path=05-scores-top-k-and-threshold.md&lines=" in lnk.proto.query_string for lnk in at.main.get("page_link"))
     # a one-line selection (line 2 is blank) is refused with ragcore's message, nothing asked
     at.number_input(key="lib_from").set_value(2).run()
     at.number_input(key="lib_to").set_value(2).run()
@@ -80,9 +81,13 @@ def test_ingest_folder_and_uploads_report_and_collections(app_env, tmp_path):
     (folder / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1") + b"\xff\xfe\x00")
     name = f"libtest-{uuid.uuid4().hex[:6]}"
     at = started(LIB)
-    at.text_input(key="ing_collection").set_value(name).run()
     at.text_input(key="ing_folder").set_value(str(folder)).run()
+    # the target is explicit: a new collection by default, named after the folder
+    assert at.button_group(key="ing_target_kind").value == "A new collection"
+    assert at.text_input(key="ing_new_name").placeholder == "corpus"
+    at.text_input(key="ing_new_name").set_value(name).run()
     at.button(key="ing_go_folder").click().run()
+    wait_for_job(at)
     ok(at)
     assert any("finished" in s.value for s in at.success), [s.value for s in at.success]
     metrics = {m.label: m.value for m in at.metric}
@@ -91,9 +96,10 @@ def test_ingest_folder_and_uploads_report_and_collections(app_env, tmp_path):
     assert set(skipped["file"]) == {"empty.md", "latin1.txt"} and all(skipped["reason"].str.len() > 3)
     # the session now points at the new collection; the collections tab lists it with its stats
     assert at.session_state["cfg_collection"] == name
-    cols = next(d.value for d in at.dataframe if "corpus version" in d.value.columns)
+    cols = next(d.value for d in at.dataframe if "abstain bar" in d.value.columns)
     row = cols[cols["collection"] == name].iloc[0]
-    assert row["documents"] == 3 and row["chunks"] >= 3 and row["corpus version"] and row["built at"]
+    assert row["documents"] == 3 and row["chunks"] >= 3 and row["version"] != "–" and row["built"] != "–"
+    assert row["state"] == "up to date" and row["folder"] == str(folder)
     # the HTML page shows its visible text with the original line numbers
     at.selectbox(key="lib_doc_w").set_value("page.html").run()
     ok(at)
@@ -105,7 +111,10 @@ def test_ingest_folder_and_uploads_report_and_collections(app_env, tmp_path):
 
     # uploads: added to the collection, viewed from the stored chunks
     at.file_uploader(key="ing_files").set_value([("upload.md", b"# Upload\n\nThe delta depot opens at nine.\n", "text/markdown")]).run()
+    at.button_group(key="ing_target_kind").set_value("An existing collection").run()
+    at.selectbox(key="ing_existing").set_value(name).run()
     at.button(key="ing_go_upload").click().run()
+    wait_for_job(at)
     ok(at)
     assert {m.label: m.value for m in at.metric}["added"] == "1"
     at.selectbox(key="lib_doc_w").set_value("upload.md").run()

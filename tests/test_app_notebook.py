@@ -26,16 +26,20 @@ def test_ask_shows_answer_with_citations_badges_latency_and_persists(app_env):
     elapsed = time.perf_counter() - t0
     md = markdown_text(at)
     assert f"**1.** {QUESTION.replace('?', chr(92) + '?')}" in md
-    # the answer, escaped, with [n] turned into links to the Library's source viewer
+    # the answer, escaped; each [n] shows its passage on hover (the link's title) and jumps to the preview
     answer = next(m.value for m in at.markdown if "threshold applies" in m.value)
-    assert "[\\[" in answer and "](library?path=" in answer and "&lines=" in answer and "collection=guide" in answer
-    # sources: one page link per citation, to the Library page with path + lines
+    assert "[\\[" in answer and "](#cited-" in answer and ' "[' in answer and "05-scores-top-k-and-threshold.md:" in answer
+    assert "library?path=" not in answer, "an inline [n] no longer opens a new tab"
+    # beside the answer: the cited passages, one pill per [n], the first one open, with 'open in viewer'
+    pills = [p for p in at.main.get("button_group")]
+    assert pills, "a pill per citation"
+    htmls = [h.proto.body for h in at.main.get("html") if "rc-src" in h.proto.body]
+    assert htmls and 'class="rc-line hl' in htmls[0]
     links = page_links(at)
-    assert links, "citations are listed as links to the source viewer"
+    assert any(lnk.proto.label == "Open in the source viewer" for lnk in links)
     assert all("library" in (lnk.proto.page or "") for lnk in links)
     assert any("path=05-scores-top-k-and-threshold.md" in lnk.proto.query_string and "lines=" in lnk.proto.query_string
                for lnk in links), [lnk.proto.query_string for lnk in links]
-    assert any("05\\-scores\\-top\\-k" in lnk.proto.label for lnk in links)
     # badges: status + context mode; config stamp; latency breakdown
     assert ":green-badge[:material/check_circle: ok]" in md
     assert "full corpus" in md
@@ -73,7 +77,7 @@ def test_rerun_with_new_settings_shows_what_changed(app_env):
     at = started()
     ask(at)
     cell_id = _cells(app_env)[0]["id"]
-    at.slider(key="sb_top_k").set_value(2).run()
+    at.slider(key="nb_top_k").set_value(2).run()
     ok(at)
     at.button(key=f"rerun_{cell_id}").click().run()
     ok(at)
@@ -98,7 +102,7 @@ def test_selection_mode_answers_from_the_pasted_passage(app_env):
     at.button_group(key="nb_context").set_value("selection").run()
     ok(at)
     assert at.session_state["cfg_context"] == "selection"
-    assert at.button_group(key="sb_context").value == "selection"  # the sidebar follows
+    assert not at.sidebar.get("button_group"), "context and retrieval mode have one place: above the question box"
     passage = ("The embedded Qdrant store allows only one process to open a data directory at a time. "
                "Ingest from the Library page while the app is running.")
     at.text_area(key="nb_passage").set_value(passage).run()
@@ -115,11 +119,11 @@ def test_selection_mode_answers_from_the_pasted_passage(app_env):
     at.chat_input[0].set_value("What is this?").run()
     assert any("too short" in e.value for e in at.error)
     assert len(_cells(app_env)) == 1
-    # back to full corpus; mode switches are one shared setting
-    at.button_group(key="sb_context").set_value("corpus").run()
-    at.button_group(key="sb_mode").set_value("sparse").run()
+    # back to full corpus, sparse retrieval: the notebook's own controls
+    at.button_group(key="nb_context").set_value("corpus").run()
+    at.button_group(key="nb_mode").set_value("sparse").run()
     ok(at)
-    assert at.button_group(key="nb_mode").value == "sparse"
+    assert at.session_state["cfg_mode"] == "sparse"
     ask(at)
     last = _cells(app_env)[-1]["runs"][-1]["answer"]
     assert last["metadata"]["config"]["retrieval_mode"] == "sparse" and last["metadata"]["context"] == "corpus"
@@ -172,4 +176,28 @@ def test_open_a_cell_in_the_retrieval_lab(app_env):
     at.button(key=f"lab_{cell_id}").click().run()
     ok(at)
     assert at.text_input(key="lab_q").value == QUESTION
-    assert any("cut by" in d.value.columns for d in at.dataframe)
+    assert any("status" in d.value.columns and "cosine" in d.value.columns for d in at.dataframe)
+
+
+def test_empty_and_overlong_questions_are_refused_with_a_reason(app_env):
+    at = started()
+    at.chat_input[0].set_value("   ").run()
+    assert any("question was empty" in e.value for e in at.error), [e.value for e in at.error]
+    assert _cells(app_env) == []
+    # the browser stops typing at the limit; the server refuses a longer question too (ui.cells.MAX_QUESTION_CHARS)
+    assert at.chat_input[0].proto.max_chars == 2000
+
+
+def test_long_titles_are_shortened_and_tables_show_a_dash_for_absent_scores():
+    from ui.cells import TITLE_CHARS, evidence_styled
+    from ui.notebook import Run
+    from ui.render import shorten
+
+    t = shorten("word " * 400, TITLE_CHARS)
+    assert len(t) == TITLE_CHARS and "…" in t
+    assert shorten("docs/very/long/path/to/some/file-name.md:120-180", 30).endswith("file-name.md:120-180"[-17:])
+    run = Run(answer={"answer": "x [1]", "citations": [], "evidence": [
+        {"n": 1, "chunk": {"path": "a.md", "start_line": 1, "end_line": 2, "section": ["S"]}, "dense_score": 0.5,
+         "sparse_score": None, "fused_score": None, "origin": "corpus"}]}, outcome="ok")
+    html = evidence_styled(run).to_html()
+    assert "0.500" in html and html.count("–") >= 2 and "None" not in html and "nan" not in html

@@ -110,3 +110,48 @@ def test_calibrated_bar_toggle(app_env):
     s = at.session_state["rc_base"]
     assert (s.calibrated_bar, s.abstain_bar) == (False, 0.61)
     assert "Bar in force for the current collection: 0.610 (settings)" in "\n".join(c.value for c in at.caption)
+
+
+def test_saved_settings_survive_a_new_session_and_say_where_they_come_from(app_env, monkeypatch):
+    at = started(SETTINGS)
+    _by_label(at.number_input, "Top-K").set_value(9)
+    _by_label(at.number_input, "Threshold (cosine)").set_value(0.2)
+    next(b for b in at.button if b.label == "Save defaults").click().run()
+    ok(at)
+    saved = json.loads((app_env / "app_settings.json").read_text())["settings"]
+    assert saved["top_k"] == 9 and saved["threshold"] == 0.2
+    assert any("kept across reloads and restarts" in x.value for x in at.success)
+    # a new session (a reload, or the app restarted on the same data dir) starts from the file
+    at2 = started()
+    assert (at2.session_state["cfg_top_k"], at2.session_state["cfg_threshold"]) == (9, 0.2)
+    assert "top-K 9 · threshold 0.20" in "\n".join(c.value for c in at2.caption)
+    at2.switch_page(SETTINGS).run()
+    sources = next(d.value for d in at2.dataframe if "from" in d.value.columns).set_index("setting")["from"]
+    assert sources["top_k"] == "file" and sources["chunk_size"] == "default" and sources["llm.api_key"] == "default"
+    # the environment wins over the file, and says so
+    monkeypatch.setenv("RAGCORE_TOP_K", "4")
+    at3 = started(SETTINGS)
+    sources = next(d.value for d in at3.dataframe if "from" in d.value.columns).set_index("setting")["from"]
+    assert sources["top_k"] == "environment (RAGCORE_TOP_K)" and at3.session_state["cfg_top_k"] == 4
+
+
+def test_an_api_key_is_never_written_to_the_settings_file(app_env, openai_server):
+    at = started(SETTINGS)
+    _save_endpoint(at, openai_server.base_url, "test-model")
+    text = (app_env / "app_settings.json").read_text()
+    assert "test-model" in text and openai_server.base_url in text and SECRET not in text and "api_key" not in text
+    assert any("browser session only" in x.value for x in at.success)
+
+
+def test_url_credentials_never_shown_or_written(app_env, openai_server, monkeypatch):
+    """``OPENAI_BASE_URL=http://user:SECRET@host/v1``: the field shows the URL without them,
+    saving keeps them for the session, and the settings file never holds them."""
+    creds_url = openai_server.base_url.replace("http://", "http://analyst:URLSECRET99@")
+    monkeypatch.setenv("OPENAI_BASE_URL", creds_url)
+    at = started(SETTINGS)
+    assert "URLSECRET99" not in _every_text(at)
+    assert _by_label(at.text_input, "Base URL").value == openai_server.base_url
+    _save_endpoint(at, openai_server.base_url, "test-model", key=None)  # the field left as shown
+    assert "URLSECRET99" not in _every_text(at)
+    for f in app_env.rglob("*.json"):
+        assert "URLSECRET99" not in f.read_text(encoding="utf-8"), f

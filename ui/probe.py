@@ -31,9 +31,9 @@ BIG_POOL = 1000
 
 FIXES: dict[str, str] = {
     "kept": "Nothing to fix: the chunk is in the evidence.",
-    "threshold": "Lower the threshold (RAGCORE_THRESHOLD, or the sidebar slider).",
+    "threshold": "Lower the threshold (the lab's or the notebook's slider, or RAGCORE_THRESHOLD).",
     "dedupe": "Another chunk of the same section ranked higher and was kept instead. Read it; if you need both, turn dedupe off (RAGCORE_DEDUPE=false).",
-    "top_k": "The chunk ranked just below the cut. Raise top-K (RAGCORE_TOP_K, or the sidebar slider).",
+    "top_k": "The chunk ranked just below the cut. Raise top-K (the lab's or the notebook's slider, or RAGCORE_TOP_K).",
     "filter": "The chunk's path does not match the path filter (RAGCORE_PATH_FILTER).",
     "not_candidate": "Neither branch ranked the chunk among its first candidates. Rephrase the question with the document's own words, try sparse mode for exact identifiers, or raise RAGCORE_CANDIDATES.",
     "not_in_pool": "The chunk is far from the question. Rephrase the question with the document's own words, or try sparse mode for exact identifiers.",

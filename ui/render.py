@@ -87,21 +87,43 @@ def link_targets(citations: Sequence[Mapping[str, Any]], evidence: Sequence[Any]
     return out
 
 
-def answer_markdown(text: str, targets: Mapping[int, str]) -> str:
-    """Answer text escaped, with each [n] turned into a link to the cited lines."""
+def answer_markdown(text: str, targets: Mapping[int, str], titles: Mapping[int, str] | None = None) -> str:
+    """Answer text escaped, with each [n] turned into a link to ``targets[n]``; ``titles[n]``
+    becomes the link's hover text (the cited passage, read in place)."""
     links: list[str] = []
+    titles = titles or {}
 
     def hold(m: re.Match[str]) -> str:
         parts = []
         for n in parse_marker(m.group(1)) or []:
             url = targets.get(n)
-            parts.append(f"[\\[{n}\\]]({url})" if url else f"\\[{n}\\]")
+            title = link_title(titles.get(n, ""))
+            parts.append((f'[\\[{n}\\]]({url} "{title}")' if title else f"[\\[{n}\\]]({url})") if url else f"\\[{n}\\]")
         links.append("".join(parts) if parts else md_inline(m.group(0)))
         return f"\ue000{len(links) - 1}\ue001"
 
     held = _MARKER.sub(hold, text.replace("\ue000", "").replace("\ue001", ""))
     escaped = md_escape(held)
     return re.sub("\ue000(\\d+)\ue001", lambda m: links[int(m.group(1))], escaped)
+
+
+def link_title(text: str, limit: int = 600) -> str:
+    """Plain text safe inside a Markdown link title ("..."): no quotes, backslashes, line breaks, $ (LaTeX)
+    angle, square or round brackets (no tag- or link-like text reaches the page, even as an attribute)."""
+    s = normalize_ws(str(text or "")).replace('"', "'").replace("\\", "/").replace("$", "\uff04").replace("<", "\u2039").replace(">", "\u203a")
+    # no "[text](url)" shape survives, even inside a title
+    s = s.replace("[", "\uff3b").replace("]", "\uff3d").replace("(", "\uff08").replace(")", "\uff09")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def shorten(text: Any, limit: int) -> str:
+    """One line of at most ``limit`` characters: the start and the end kept, "…" between
+    (a locator's file name and line numbers are at its end)."""
+    s = normalize_ws(str(text if text is not None else ""))
+    if len(s) <= limit:
+        return s
+    head = (limit - 1) * 2 // 5
+    return s[:head] + "…" + s[len(s) - (limit - 1 - head):]
 
 
 def fmt_score(v: Any, digits: int = 3) -> str:

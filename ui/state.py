@@ -12,12 +12,15 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from ragcore.app_settings import LoadedSettings, SettingsFileError, load_app_settings
 from ragcore.bootstrap import DEMO_COLLECTION, ensure_demo_collection
+from ragcore.collections_admin import Cancelled, Staleness, failed_files, record_cancelled, record_failed, staleness
 from ragcore.config import ConfigError, RagcoreSettings
 from ragcore.pipeline import Engine
 from ragcore.store import StoreError
 from ragcore.types import CollectionInfo, IngestReport
 
+from .jobs import IngestJob
 from .notebook import Notebook, NotebookError, NotebookStore
 from .render import md_code, md_escape, md_inline
 
@@ -25,32 +28,10 @@ CONTEXT_MODES = ("corpus", "selection", "both")
 CONTEXT_LABELS = {"corpus": "Full corpus", "selection": "Selected text", "both": "Both"}
 RETRIEVAL_MODES = ("hybrid", "dense", "sparse")
 TOP_K_MAX = 50
+STALE_TTL_S = 30.0  # how long a staleness check is trusted (it hashes the folder's files)
 
 
 # --------------------------------------------------------------------------- process-wide runtime
-
-
-@dataclass
-class IngestJob:
-    """An ingest running in a background thread, so a page rerun never aborts it half-way."""
-
-    collection: str
-    label: str
-    done: int = 0
-    total: int = 0
-    current: str = ""
-    report: IngestReport | None = None
-    error: str | None = None
-    started: float = field(default_factory=time.time)
-    finished: float | None = None
-    thread: threading.Thread | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.finished is None
-
-    def progress(self, done: int, total: int, current: str) -> None:
-        self.done, self.total, self.current = done, total, current
 
 
 @dataclass
@@ -64,6 +45,7 @@ class Runtime:
     job: IngestJob | None = None
     busy: int = 0  # answers being streamed right now (the warm-up pauses meanwhile)
     _collections: tuple[float, list[CollectionInfo]] | None = None
+    _stale: dict[str, tuple[float, Staleness]] = field(default_factory=dict)
 
     @property
     def notebooks(self) -> NotebookStore:
@@ -83,35 +65,79 @@ class Runtime:
     def info(self, name: str) -> CollectionInfo | None:
         return next((c for c in self.collections() if c.name == name), None)
 
-    def start_ingest(self, collection: str, label: str, work: Callable[[IngestJob], IngestReport]) -> IngestJob:
-        """Run ``work`` in a thread (one ingest at a time per process)."""
+    def start_ingest(self, job: IngestJob, work: Callable[[IngestJob], IngestReport]) -> IngestJob:
+        """Run ``work`` in a thread (one ingest at a time per process); returns the job that runs."""
         with self.lock:
             if self.job is not None and self.job.running:
                 return self.job
-            job = IngestJob(collection=collection, label=label)
 
             def target() -> None:
                 try:
                     job.report = work(job)
+                    record_failed(self.engine, job.collection, [o.path for o in job.report.failed])
+                except Cancelled:
+                    job.cancelled = True
+                    try:
+                        record_cancelled(self.engine, job.collection, job.root)
+                    except Exception:  # noqa: BLE001 - the record is a courtesy; the data is safe
+                        pass
                 except Exception as exc:  # shown to the user by the page
                     job.error = friendly(exc, "The ingest")
                 finally:
                     job.finished = time.time()
                     self.invalidate_collections()
+                    self._stale.pop(job.collection, None)
 
-            job.thread = threading.Thread(target=target, name=f"ragcore-ingest-{collection}", daemon=True)
+            job.thread = threading.Thread(target=target, name=f"ragcore-ingest-{job.collection}", daemon=True)
             self.job = job
             job.thread.start()
             return job
+
+    def staleness(self, name: str, *, max_age: float = STALE_TTL_S) -> Staleness | None:
+        """Whether the collection's folder changed since it was built (cached; None while it ingests)."""
+        if self.job is not None and self.job.running and self.job.collection == name:
+            return None
+        hit = self._stale.get(name)
+        if hit is not None and time.time() - hit[0] < max_age:
+            return hit[1]
+        try:
+            result = staleness(self.engine, name, ignore=failed_files(self.engine, name))
+        except Exception:  # noqa: BLE001 - a check that fails must not break a page
+            return None
+        self._stale[name] = (time.time(), result)
+        return result
+
+    def forget_staleness(self, name: str | None = None) -> None:
+        if name is None:
+            self._stale.clear()
+        else:
+            self._stale.pop(name, None)
 
 
 @st.cache_resource(show_spinner=False)
 def get_runtime(data_dir: str, qdrant_url: str | None) -> Runtime:
     """One Engine per process and data directory: embedded Qdrant locks its folder."""
-    settings = RagcoreSettings.from_env(data_dir=Path(data_dir), qdrant_url=qdrant_url)
+    settings = load_settings(data_dir).settings.with_(qdrant_url=qdrant_url)
     engine = Engine(settings)
     _ = engine.store.client  # open the store now, so a locked folder fails here, clearly
     return Runtime(engine=engine, settings=settings)
+
+
+def secrets_env() -> dict[str, str]:
+    """RAGCORE_* / OPENAI_* entries of .streamlit/secrets.toml (the place for API keys besides the environment)."""
+    try:
+        items = dict(st.secrets)
+    except Exception:  # noqa: BLE001 - no secrets file: nothing to add
+        return {}
+    return {k: str(v) for k, v in items.items() if k.startswith(("RAGCORE_", "OPENAI_")) and isinstance(v, (str, int, float))}
+
+
+def load_settings(data_dir: str | Path) -> LoadedSettings:
+    """Defaults, the settings file in the data directory, the environment and the secrets file."""
+    try:
+        return load_app_settings(data_dir, secrets=secrets_env())
+    except SettingsFileError as exc:  # an unreadable file: say so and start from the environment
+        return LoadedSettings(RagcoreSettings.from_env(data_dir=Path(data_dir)), Path(data_dir), {}, (str(exc),))
 
 
 def runtime() -> Runtime:
@@ -251,8 +277,11 @@ def show_error(exc: BaseException, action: str) -> None:
 
 def init_session(rt: Runtime) -> None:
     ss = st.session_state
-    if "rc_base" not in ss:
-        ss["rc_base"] = rt.settings
+    if "rc_base" not in ss:  # every new session (a reload) reads the settings file again
+        loaded = load_settings(rt.settings.data_dir)
+        ss["rc_base"] = loaded.settings.with_(qdrant_url=rt.settings.qdrant_url)
+        ss["rc_sources"] = dict(loaded.sources)
+        ss["rc_settings_problems"] = loaded.problems
     base: RagcoreSettings = ss["rc_base"]
     ss.setdefault("cfg_collection", base.collection)
     ss.setdefault("cfg_context", "corpus")
@@ -276,12 +305,37 @@ def set_base_settings(s: RagcoreSettings) -> None:
 
 
 def settings() -> RagcoreSettings:
-    """This session's settings: the Settings page's values plus the sidebar's."""
+    """This session's settings: the Settings page's values plus the notebook's controls."""
     ss = st.session_state
     return base_settings().with_(
         collection=ss["cfg_collection"], retrieval_mode=ss["cfg_mode"], top_k=int(ss["cfg_top_k"]),
         threshold=round(float(ss["cfg_threshold"]), 4),
     )
+
+
+def save_settings(new: RagcoreSettings, note: str) -> str:
+    """Apply ``new`` to this session and write what changed to the settings file (never a key).
+
+    Returns the message to show: what was saved, where, and which values the environment
+    overrides at the next start."""
+    from ragcore.app_settings import changed_values, save_app_settings
+
+    ss = st.session_state
+    old = base_settings()
+    changes = changed_values(old, new)
+    set_base_settings(new)
+    if not changes:
+        return f"{note}: nothing changed."
+    path = save_app_settings(new.data_dir, changes)
+    sources: dict[str, str] = ss.setdefault("rc_sources", {})
+    overridden = [f"{k} ({sources[k].split('(')[-1].rstrip(')')})" for k in changes if sources.get(k, "").startswith("environment")]
+    for k in changes:
+        if not sources.get(k, "").startswith("environment"):
+            sources[k] = "file"
+    msg = f"{note}: saved in {path}, kept across reloads and restarts."
+    if overridden:
+        msg += " The environment sets " + ", ".join(overridden) + ": it wins again at the next start."
+    return msg
 
 
 def generator_name(s: RagcoreSettings) -> str:
@@ -326,20 +380,20 @@ def context_mode_control(
     )
 
 
-def retrieval_mode_control(key: str, *, label: str = "Retrieval") -> str:
+def retrieval_mode_control(key: str, *, label: str = "Retrieval", canon: str = "cfg_mode") -> str:
     return bound(
-        st.segmented_control, label, "cfg_mode", key=key, options=list(RETRIEVAL_MODES), required=True,
+        st.segmented_control, label, canon, key=key, options=list(RETRIEVAL_MODES), required=True,
         help="hybrid fuses dense (cosine) and sparse (BM25) rankings; dense ranks by cosine; sparse by BM25.",
     )
 
 
-def top_k_control(key: str) -> int:
-    return bound(st.slider, "Top-K", "cfg_top_k", key=key, min_value=1, max_value=TOP_K_MAX, step=1,
+def top_k_control(key: str, canon: str = "cfg_top_k") -> int:
+    return bound(st.slider, "Top-K", canon, key=key, min_value=1, max_value=TOP_K_MAX, step=1,
                  help="How many chunks are kept as numbered evidence [1..K].")
 
 
-def threshold_control(key: str) -> float:
-    return bound(st.slider, "Threshold (cosine)", "cfg_threshold", key=key, min_value=0.0, max_value=1.0, step=0.01,
+def threshold_control(key: str, canon: str = "cfg_threshold") -> float:
+    return bound(st.slider, "Threshold (cosine)", canon, key=key, min_value=0.0, max_value=1.0, step=0.01,
                  format="%.2f", help="Chunks whose cosine similarity to the question is below this are cut, in every mode.")
 
 
@@ -347,8 +401,14 @@ def threshold_control(key: str) -> float:
 
 
 def sidebar(rt: Runtime) -> None:
+    """The collection (shared by every page), its state, the generator and a running ingest.
+
+    Context, retrieval mode, top-K and the threshold are the notebook's own controls (above its
+    question box), and the lab has its own: one set of controls per job.
+    """
     ss = st.session_state
     with st.sidebar:
+        job_status(rt)
         try:
             cols = rt.collections()
         except Exception as exc:  # noqa: BLE001
@@ -366,17 +426,92 @@ def sidebar(rt: Runtime) -> None:
                 f"{info.documents} documents · {info.chunks} chunks · version {md_code(info.corpus_version or '–')}"
                 + (f"  \nbuilt {md_inline(built)}" if built else "")
             )
+            stale = rt.staleness(info.name)
+            if stale is not None and stale.stale:
+                st.caption(f":orange-badge[:material/sync_problem: out of date] {md_inline(stale.summary())}")
         else:
             st.info("No collection yet. Ingest a folder or files on the Library page.", icon=":material/info:")
-        context_mode_control("sb_context")
-        retrieval_mode_control("sb_mode")
-        top_k_control("sb_top_k")
-        threshold_control("sb_threshold")
         s = settings()
         gen = generator_name(s)
         st.markdown("**Generator** " + (f":green-badge[{md_inline(gen)}]" if s.llm.configured else ":gray-badge[extractive]"))
         if not s.llm.configured:
             st.caption("Quotes the evidence; no model needed. Connect an LLM on the Settings page.")
+
+
+def job_status(rt: Runtime) -> None:
+    """A running ingest in the sidebar of every page, refreshed each second on its own (a
+    fragment), and a notification when it ends — the rest of the app stays usable meanwhile."""
+    job = rt.job
+    running = job is not None and job.running
+
+    @st.fragment(run_every=1.0 if running else None)
+    def draw() -> None:
+        ss = st.session_state
+        j = rt.job
+        if j is None:
+            return
+        if j.running:
+            st.progress(j.fraction, text=f"Ingesting into **{md_inline(j.collection)}**")
+            st.caption(md_inline(j.status_line()))
+            return
+        if running:  # it ended while this fragment was refreshing: redraw the whole app (collections changed)
+            st.rerun(scope="app")
+        if ss.get("rc_job_seen") == j.id:
+            return
+        ss["rc_job_seen"] = j.id
+        if ss.get("rc_job_watch") == j.id:  # this session saw it running: tell it how it ended
+            st.toast(job_outcome(j), icon=":material/task_alt:" if j.report else ":material/info:")
+        if ss.get("ing_mine") == j.id and j.report is not None:  # this session started it: open what it built
+            ss["cfg_collection"] = j.collection
+
+    draw()
+    if running:
+        st.session_state["rc_job_watch"] = job.id
+
+
+def start_folder_ingest(
+    rt: Runtime, folder: Path, collection: str, s: RagcoreSettings, *, rebuild: bool = False, label: str | None = None,
+) -> IngestJob:
+    """Ingest a folder into ``collection`` in the background (see ui/jobs.py)."""
+    from ragcore.ingest.pipeline import discover
+
+    root, files = discover([folder])
+    sizes: dict[str, int] = {}
+    for f in files:
+        try:
+            sizes[f.rel] = f.path.stat().st_size if f.path is not None else 0
+        except OSError:
+            sizes[f.rel] = 0
+    job = IngestJob(collection=collection, label=label or f"Ingest of {folder}", root=str(root), sizes=sizes)
+
+    def work(job: IngestJob) -> IngestReport:
+        if rebuild and rt.engine.store.exists(collection):
+            rt.engine.drop(collection)
+        return rt.engine.ingest([folder], collection, progress=job.progress, settings=s)
+
+    return rt.start_ingest(job, work)
+
+
+def start_refresh(rt: Runtime, collection: str, root: str | None) -> IngestJob | None:
+    """'Bring up to date': re-ingest the collection's own folder (unchanged files are skipped)."""
+    if not root or not Path(root).is_dir():
+        return None
+    s = settings().with_(collection=collection)
+    info = rt.info(collection)
+    built = dict(info.settings or {}) if info is not None else {}
+    if built.get("chunk_size") and built.get("chunk_overlap") is not None:  # keep the collection's own chunking
+        s = s.with_(chunk_size=int(built["chunk_size"]), chunk_overlap=int(built["chunk_overlap"]))
+    return start_folder_ingest(rt, Path(root), collection, s, label=f"Update of {collection} from {root}")
+
+
+def job_outcome(job: IngestJob) -> str:
+    if job.report is not None:
+        r = job.report
+        return (f"Ingest into '{job.collection}' done: {r.count('added')} added, {r.count('updated')} updated, "
+                f"{r.count('removed')} removed, {len(r.failed)} skipped, {r.chunks_written} chunks in {r.seconds:.0f} s.")
+    if job.cancelled:
+        return f"Ingest into '{job.collection}' cancelled after {job.done} of {job.total} files; what was written is kept."
+    return job.error or "The ingest ended."
 
 
 # --------------------------------------------------------------------------- notebooks

@@ -131,8 +131,15 @@ def viewer_html(
     e = html.escape
     out = [VIEWER_CSS, f'<div class="rc-src" data-path="{e(view.path, quote=True)}">']
     prev_end: int | None = None
+    prev_no: int | None = None
     for r in view.rows_on(page):
         if window and (r.end < window[0] or r.no > window[1]):
+            continue
+        # HTML: several visible lines come from one source line and share its number; the
+        # number is shown once (the others continue it), and blank continuations are dropped
+        cont = r.no == prev_no and r.end == r.no
+        prev_no = r.no
+        if cont and not r.text.strip():
             continue
         if prev_end is not None and r.no > prev_end + 1:
             gap = r.no - prev_end - 1
@@ -143,7 +150,7 @@ def viewer_html(
             classes.append("hl")
         if selection and r.no <= selection[1] and r.end >= selection[0]:
             classes.append("sel")
-        label = str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
+        label = "" if cont else str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
         if r.end != r.no:
             classes.append("rc-block")
         text = e(r.text) if r.text else "&#8203;"
