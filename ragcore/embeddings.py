@@ -77,11 +77,14 @@ class OnnxMiniLM:
             model_path, tok_path = model_files()
             tok = Tokenizer.from_file(str(tok_path))
             tok.enable_truncation(max_length=MAX_TOKENS)
-            tok.enable_padding(pad_id=0, pad_token="[PAD]")
+            tok.no_padding()  # each model batch is padded to its own longest text (_batches)
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
+            # idle pool threads sleep instead of spinning: on a shared or busy machine, and
+            # while ingest parses and writes in other threads, spinning steals their cores
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.log_severity_level = 3
             session = ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
             self._inputs = {i.name for i in session.get_inputs()}
@@ -122,39 +125,60 @@ class OnnxMiniLM:
         """The texts whose vectors are cached, least recently used first."""
         return list(self._cache)
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` in batches of similar length.
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces the model runs on for each text: special tokens included, truncated at
+        ``MAX_TOKENS`` (what benchmarks count as work)."""
+        self._load()
+        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=True)]
 
-        Sorting by length before batching keeps padding (wasted attention work) small; the
-        result is put back in input order.
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices of texts, sorted by length and cut into model batches.
+
+        A batch is padded to its longest text, so sorting keeps padding (wasted attention
+        work) small; a batch holds at most ``batch_size`` full-length texts' worth of tokens,
+        so short texts (headings, questions) go many to a run instead of ``batch_size``.
         """
+        budget = self.batch_size * MAX_TOKENS
+        out: list[list[int]] = []
+        cur: list[int] = []
+        for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+            if cur and (len(cur) + 1) * lengths[i] > budget:
+                out.append(cur)
+                cur = []
+            cur.append(i)
+        if cur:
+            out.append(cur)
+        return out
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in length-sorted batches; the result is in input order."""
         self._load()
         n = len(texts)
         out = np.zeros((n, DIMENSION), dtype=np.float32)
         if n == 0:
             return out
         encs = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        order = sorted(range(n), key=lambda i: len(encs[i].ids))
-        for start in range(0, n, self.batch_size):
-            idx = order[start : start + self.batch_size]
-            width = max(sum(encs[i].attention_mask) for i in idx)
+        for idx in self._batches([len(e.ids) for e in encs]):
+            width = max(len(encs[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
-                m = encs[i].attention_mask
-                L = sum(m)
-                ids[row, :L] = encs[i].ids[:L]
+                L = len(encs[i].ids)
+                ids[row, :L] = encs[i].ids
                 mask[row, :L] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
-            # mean pooling over real tokens, then L2 (sentence-transformers' Pooling + Normalize)
-            w = mask[..., None].astype(np.float32)
-            pooled = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
-            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out[idx] = pooled
+            out[idx] = self._run(ids, mask)
         return out
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        # mean pooling over real tokens, then L2 (sentence-transformers' Pooling + Normalize)
+        w = mask[..., None].astype(np.float32)
+        pooled = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled
 
 
 class OnnxEmbedding(BaseEmbedding):

@@ -20,16 +20,19 @@ any depth without recursion, and reports every file it refuses with the reason.
 
 from __future__ import annotations
 
+import collections
 import errno
 import hashlib
 import os
+import queue
 import re
 import stat
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -45,7 +48,10 @@ from .loaders import LineLimitError, LoadError, file_type_name, kind_for, load_b
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path or step)
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache"}
-WRITE_BATCH = 256  # chunks embedded and written at a time: bounds memory, keeps progress on a kill
+# Chunks embedded and written at a time: bounds memory, and is the step of progress within a
+# long file and of what a kill can lose (~15 s of model time on a busy 2-core machine, ~2 s idle).
+WRITE_BATCH = 64
+PIPELINE_AHEAD = 4  # batches read ahead of the model, and embedded ahead of the store
 UPLOAD_ROOT = "(upload)"
 CHUNK_LIMIT_HINT = "(setting max_file_chunks, env RAGCORE_MAX_FILE_CHUNKS)"
 
@@ -226,9 +232,44 @@ def _os_reason(exc: OSError) -> str:
 # --------------------------------------------------------------------------- writing
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """Up to ``WRITE_BATCH`` chunks on their way to the store, and what their write makes due."""
+
+    chunks: list[Chunk]
+    doc_chunks: dict[str, int]  # chunk count of each file in the batch (stored on every point)
+    due: list[str]  # stale point ids of files whose last chunk is in this batch: deleted after it
+
+
+@dataclass(frozen=True)
+class _Embedded:
+    batch: _Batch
+    vecs: np.ndarray
+    embedded: int  # how many of the vectors the model computed (the rest were reused)
+
+
+@dataclass
+class _Span:
+    """One source file's place in the stream of chunks: its chunks are ``[start, end)``."""
+
+    rel: str
+    start: int
+    end: int
+    reported: int = 0  # chunks of it written at the last progress report
+
+
 class _Writer:
-    """Embeds and writes chunks in batches of ``batch``, across and within files, and drops a
-    file's stale points only once all of its new chunks are written.
+    """Embeds and writes chunks in batches of ``batch``, across and within files, while the
+    caller reads and chunks the next files; a file's stale points are dropped only once all
+    of its new chunks are written.
+
+    Three threads, each keeping one resource busy: the caller's thread reads, parses and
+    chunks (Python); an embedding thread runs the model (onnxruntime releases the GIL); a
+    writing thread upserts to Qdrant and deletes stale points, in order, one batch at a time
+    (the local client is not safe for concurrent writes, and order is what makes a crash
+    safe). Queues between them hold at most ``ahead`` batches each: memory stays bounded and
+    the model never waits for the store or the parser as long as they keep up. Progress is
+    reported from the caller's thread only (a callback may raise to cancel).
 
     A chunk whose point already exists with the same embedding context keeps its stored dense
     vector: after a settings or version change (new fingerprint) every file is re-chunked, but
@@ -238,23 +279,34 @@ class _Writer:
 
     def __init__(
         self, store: Store, encoder: OnnxMiniLM, collection: str, fingerprint: str, existing: set[str],
-        batch: int = WRITE_BATCH,
+        batch: int = WRITE_BATCH, ahead: int = PIPELINE_AHEAD, on_written: Callable[[int, str], None] | None = None,
     ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
-        self.fingerprint = fingerprint
-        self.existing = existing
-        self.batch = batch
+        self.fingerprint, self.existing, self.batch = fingerprint, existing, batch
+        self.on_written = on_written  # (files done, current) -> None, called in the caller's thread
         self.buf: list[Chunk] = []
         self.doc_chunks: dict[str, int] = {}
-        self.queued = 0  # chunks handed to add_file so far
-        self.written = 0
-        self.embedded = 0
-        self.stale: list[tuple[int, list[str]]] = []  # (queued count at the file's end, ids to delete)
+        self.stale: list[tuple[int, list[str]]] = []  # (end of the file in the stream, ids to delete)
+        self.spans: collections.deque[_Span] = collections.deque()
+        self.queued = self.batched = self.done = 0
+        self.written = self.embedded = 0  # updated by the writing thread only
+        self.error: BaseException | None = None
+        self.abort = threading.Event()
+        self.store_lock = threading.Lock()  # one store call at a time: reuse lookups vs writes
+        self.to_embed: queue.Queue[_Batch | None] = queue.Queue(maxsize=ahead)
+        self.to_write: queue.Queue[_Embedded | None] = queue.Queue(maxsize=ahead)
+        self.events: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._guard, args=(fn,), name=f"ragcore-ingest-{fn.__name__}", daemon=True)
+                        for fn in (self._embed_loop, self._write_loop)]
+        for t in self.threads:
+            t.start()
 
-    def add_file(self, chunks: list[Chunk], stale: list[str], on_batch: Callable[[int], None] | None = None) -> None:
-        """Queue a file's chunks; full batches are written now. ``on_batch`` hears how many of
-        this file's chunks are written after each batch (progress within a long file)."""
-        start = self.queued
+    # ------------------------------------------------------------------ caller's thread
+
+    def add_file(self, rel: str, chunks: list[Chunk], stale: list[str]) -> None:
+        """Queue a file's chunks (none for a file skipped, unchanged or failed); full batches
+        go to the model now, blocking while the model is ``ahead`` batches behind."""
+        self.spans.append(_Span(rel, self.queued, self.queued + len(chunks)))
         if chunks:
             self.doc_chunks[chunks[0].path] = len(chunks)
         self.buf.extend(chunks)
@@ -262,28 +314,126 @@ class _Writer:
         if stale:
             self.stale.append((self.queued, stale))
         while len(self.buf) >= self.batch:
-            self._write(self.buf[: self.batch])
+            self._send(self.buf[: self.batch])
             del self.buf[: self.batch]
-            self._drop_stale()
-            if on_batch:
-                on_batch(min(len(chunks), max(0, self.written - start)))
+        self.pump()
 
     def flush(self) -> None:
-        if self.buf:
-            self._write(self.buf)
+        """Send what is left and wait until everything is written (reporting progress)."""
+        if self.buf or self.stale:
+            self._send(self.buf)
             self.buf = []
-        self._drop_stale()
+        self._put(self.to_embed, None)
+        while any(t.is_alive() for t in self.threads):
+            self.threads[-1].join(timeout=0.2)
+            self.pump()
+        self.pump()
 
-    def _drop_stale(self) -> None:
-        # only now is every chunk of these files in the store: their old versions can go
-        due = [ids for end, ids in self.stale if end <= self.written]
-        self.stale = [(end, ids) for end, ids in self.stale if end > self.written]
-        if due:
-            self.store.delete_points(self.collection, [i for ids in due for i in ids])
+    def close(self) -> None:
+        """Stop the threads (after the batch each is on) and wait for them: nothing touches
+        the store once ``ingest`` has returned or raised."""
+        self.abort.set()
+        for t in self.threads:
+            t.join()
 
-    def _write(self, chunks: list[Chunk]) -> None:
+    def pump(self) -> None:
+        """Report what was written since the last call; re-raise a thread's failure here."""
+        if self.error is not None:
+            raise self.error
+        while True:
+            try:
+                written = self.events.get_nowait()  # one event per batch: each is reported
+            except queue.Empty:
+                break
+            self._report(written)
+
+    def _report(self, written: int) -> None:
+        # files complete in order; a file without chunks completes silently with the one
+        # before it (its name was reported when it was read)
+        while self.spans and self.spans[0].end <= written:
+            span = self.spans.popleft()
+            self.done += 1
+            if self.on_written and span.end > span.start:
+                self.on_written(self.done, span.rel)
+        head = self.spans[0] if self.spans else None
+        if head and self.on_written and written - head.start > max(head.reported, 0):
+            head.reported = written - head.start
+            self.on_written(self.done, f"{head.rel}: {head.reported} chunks written")
+
+    def _send(self, chunks: list[Chunk]) -> None:
+        self.batched += len(chunks)
+        due = [ids for end, ids in self.stale if end <= self.batched]
+        self.stale = [(end, ids) for end, ids in self.stale if end > self.batched]
+        counts = {c.path: self.doc_chunks[c.path] for c in chunks}
+        self._put(self.to_embed, _Batch(list(chunks), counts, [i for ids in due for i in ids]))
+
+    def _put(self, q: queue.Queue, item: Any) -> None:
+        while True:
+            self.pump()
+            try:
+                return q.put(item, timeout=0.2)
+            except queue.Full:
+                continue
+
+    # ------------------------------------------------------------------ worker threads
+
+    def _guard(self, loop: Callable[[], None]) -> None:
+        try:
+            loop()
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            if self.error is None:
+                self.error = exc
+            self.abort.set()
+
+    def _get(self, q: queue.Queue) -> Any:
+        while not self.abort.is_set():
+            try:
+                return q.get(timeout=0.2)
+            except queue.Empty:
+                continue
+        raise _Stopped()
+
+    def _embed_loop(self) -> None:
+        try:
+            while (batch := self._get(self.to_embed)) is not None:
+                vecs, embedded = self._vectors(batch.chunks)
+                self._put_worker(self.to_write, _Embedded(batch, vecs, embedded))
+            self._put_worker(self.to_write, None)
+        except _Stopped:
+            pass
+
+    def _write_loop(self) -> None:
+        try:
+            while (item := self._get(self.to_write)) is not None:
+                with self.store_lock:
+                    if item.batch.chunks:
+                        self.store.write_chunks(self.collection, item.batch.chunks, item.vecs,
+                                                item.batch.doc_chunks, self.fingerprint)
+                    # only now is every chunk of these files in the store: their old versions can go
+                    if item.batch.due:
+                        self.store.delete_points(self.collection, item.batch.due)
+                self.embedded += item.embedded
+                self.written += len(item.batch.chunks)
+                self.events.put(self.written)
+        except _Stopped:
+            pass
+
+    def _put_worker(self, q: queue.Queue, item: Any) -> None:
+        while not self.abort.is_set():
+            try:
+                return q.put(item, timeout=0.2)
+            except queue.Full:
+                continue
+        raise _Stopped()
+
+    def _vectors(self, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
+        """Dense vectors of ``chunks``: stored ones reused, the rest embedded."""
         ids = [point_id(c.chunk_id) for c in chunks]
-        stored = self.store.stored_vectors(self.collection, [i for i in ids if i in self.existing])
+        known = [i for i in ids if i in self.existing]
+        stored = {}
+        if known:
+            with self.store_lock:
+                stored = self.store.stored_vectors(self.collection, known)
         vecs = np.zeros((len(chunks), DIMENSION), dtype=np.float32)
         todo = []
         for k, (c, pid) in enumerate(zip(chunks, ids)):
@@ -294,9 +444,11 @@ class _Writer:
                 todo.append(k)
         if todo:
             vecs[todo] = self.encoder.encode_uncached([embed_text(chunks[k]) for k in todo])
-        self.store.write_chunks(self.collection, chunks, vecs, self.doc_chunks, self.fingerprint)
-        self.written += len(chunks)
-        self.embedded += len(todo)
+        return vecs, len(todo)
+
+
+class _Stopped(Exception):
+    """A worker thread was told to stop (another failed, or the caller gave up)."""
 
 
 # --------------------------------------------------------------------------- ingest
@@ -350,6 +502,9 @@ def ingest(
     prune: bool = True,
     progress: Progress | None = None,
 ) -> IngestReport:
+    """Ingest ``sources`` into ``collection``; ``progress(done, total, current)`` hears each
+    file as it is read (``done`` counts files whose chunks are all written, in order), each
+    written batch of a long file ("path: N chunks written") and each file as it completes."""
     t0 = time.perf_counter()
     store.ensure_collection(collection)
     state: dict[str, list[PointRef]] = defaultdict(list)
@@ -357,14 +512,19 @@ def ingest(
         state[ref.path].append(ref)
     run = _Run(state=dict(state), fingerprint=index_fingerprint(settings))
     existing = {r.id for refs in state.values() for r in refs}
-    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH)
     total = len(sources)
-    for i, src in enumerate(sources):
-        if progress:
-            progress(i, total, src.rel)
-        on_batch = _batch_progress(progress, i, total, src.rel)
-        _ingest_file(src, run, writer, settings, on_batch)
-    writer.flush()
+    on_written = (lambda done, current: progress(done, total, current)) if progress else None
+    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH, ahead=PIPELINE_AHEAD,
+                     on_written=on_written)
+    try:
+        for src in sources:
+            if progress:
+                progress(writer.done, total, src.rel)
+            chunks, stale = _ingest_file(src, run, settings)
+            writer.add_file(src.rel, chunks, stale)
+        writer.flush()
+    finally:
+        writer.close()
     if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
         if progress:
             progress(total, total, f"embedding {len(run.headings)} section headings")
@@ -375,15 +535,9 @@ def ingest(
     return _finish(run, store, collection, root, settings, writer, t0)
 
 
-def _batch_progress(progress: Progress | None, i: int, total: int, rel: str) -> Callable[[int], None] | None:
-    if progress is None:
-        return None
-    return lambda done: progress(i, total, f"{rel}: {done} chunks written")
-
-
-def _ingest_file(
-    src: SourceFile, run: _Run, writer: _Writer, settings: RagcoreSettings, on_batch: Callable[[int], None] | None
-) -> None:
+def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple[list[Chunk], list[str]]:
+    """Read and chunk one file, recording its outcome: (its chunks, the point ids of its old
+    version to drop once they are written); no chunks when it is unchanged or failed."""
     refs = run.state.get(src.rel, [])
     if src.data is not None and src.problem is None and (bad := _name_problem(src.rel)):
         src = SourceFile(rel=_printable(src.rel), problem=bad)  # an upload's name is the user's input too
@@ -391,7 +545,7 @@ def _ingest_file(
         run.outcomes.append(FileOutcome(src.rel, "failed", len(refs), reason=src.problem))
         if src.keep:  # e.g. an unreadable folder: what it held before is kept
             run.keep_stored(src.rel)
-        return  # otherwise not "seen": what an earlier ingest took from it is pruned
+        return [], []  # otherwise not "seen": what an earlier ingest took from it is pruned
     run.seen.add(src.rel)
     try:
         data = src.data if src.data is not None else read_bytes(
@@ -401,18 +555,18 @@ def _ingest_file(
         if refs and all(r.doc_hash == digest and r.fp == run.fingerprint for r in refs) and len(refs) == refs[0].doc_chunks:
             run.outcomes.append(FileOutcome(src.rel, "unchanged", len(refs)))
             run.hashes[src.rel] = digest
-            return
+            return [], []
         doc, chunks = _load_and_chunk(data, src.rel, settings)
         del data  # the file's bytes are not needed any more; long files are large
     except LoadError as exc:
         run.outcomes.append(FileOutcome(src.rel, "failed", len(refs), reason=exc.reason))
         run.keep_stored(src.rel)  # bad input loses nothing
-        return
+        return [], []
     new_ids = {point_id(c.chunk_id) for c in chunks}
-    writer.add_file(chunks, [r.id for r in refs if r.id not in new_ids], on_batch)
     run.headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
     run.hashes[src.rel] = doc.doc_hash
     run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
+    return chunks, [r.id for r in refs if r.id not in new_ids]
 
 
 def _load_and_chunk(data: bytes, rel: str, settings: RagcoreSettings) -> tuple[LoadedDocument, list[Chunk]]:
