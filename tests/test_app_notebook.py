@@ -28,7 +28,7 @@ def test_ask_shows_answer_with_citations_badges_latency_and_persists(app_env):
     assert f"**1.** {QUESTION.replace('?', chr(92) + '?')}" in md
     # the answer, escaped; each [n] shows its passage on hover (the link's title) and jumps to the preview
     answer = next(m.value for m in at.markdown if "threshold applies" in m.value)
-    assert "[\\[" in answer and "](#cited-" in answer and ' "[' in answer and "05-scores-top-k-and-threshold.md:" in answer
+    assert "[\\[" in answer and "](#cited-" in answer and ' "［' in answer and "05-scores-top-k-and-threshold.md:" in answer
     assert "library?path=" not in answer, "an inline [n] no longer opens a new tab"
     # beside the answer: the cited passages, one pill per [n], the first one open, with 'open in viewer'
     pills = [p for p in at.main.get("button_group")]
