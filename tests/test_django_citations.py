@@ -61,7 +61,11 @@ def load_questions() -> list[tuple[str, str, list[str]]]:
 
 
 def unmarked(sentence: str) -> str:
-    """A sentence without its [n] markers (and no space left before its punctuation)."""
+    """A sentence without its [n] markers (and no space left before its punctuation); a quoted
+    code block without its fences (HTML <pre> code has none in the source)."""
+    fenced = re.fullmatch(r"(?:```|~~~)\S*\s(.*?)\s*(?:```|~~~)", sentence.strip(), re.S)
+    if fenced:
+        return normalize_ws(fenced.group(1))
     return normalize_ws(re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s*\[[^\]]*\]", "", sentence)))
 
 
