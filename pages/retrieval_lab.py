@@ -16,8 +16,8 @@ import streamlit as st
 from ragcore.pipeline import Engine
 from ragcore.types import Candidate, RetrievalResult
 from ui import state
-from ui.probe import probe
-from ui.render import fmt_score, md_escape, md_inline, shorten, viewer_params, viewer_url
+from ui.probe import SIGNAL_HELP, probe, signal_cells
+from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, shorten, viewer_params, viewer_url
 
 rt = shell.page_init()
 ss = st.session_state
@@ -38,6 +38,10 @@ ss.setdefault("lab_dense_weight", float(base.dense_weight))
 ss.setdefault("lab_candidates", int(base.candidates))
 ss.setdefault("lab_dedupe", bool(base.dedupe))
 ss.setdefault("lab_queries", 0)
+# the retrieval signals (ragcore/config.py): fielded BM25, documents then passages, expansion
+SIGNALS = ("field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight")
+for _f in SIGNALS:
+    ss.setdefault(f"lab_{_f}", getattr(base, _f))
 # the lab's own retrieval controls: they start from the notebook's and never change them, except
 # through "Use these settings in the notebook" below
 ss.setdefault("lab_cfg_mode", ss["cfg_mode"])
@@ -45,7 +49,7 @@ ss.setdefault("lab_cfg_top_k", int(ss["cfg_top_k"]))
 ss.setdefault("lab_cfg_threshold", float(ss["cfg_threshold"]))
 LAB_TO_NOTEBOOK = {"lab_cfg_mode": "cfg_mode", "lab_cfg_top_k": "cfg_top_k", "lab_cfg_threshold": "cfg_threshold"}
 LAB_TO_BASE = {"lab_fusion": "fusion", "lab_rrf_k": "rrf_k", "lab_dense_weight": "dense_weight",
-               "lab_candidates": "candidates", "lab_dedupe": "dedupe"}
+               "lab_candidates": "candidates", "lab_dedupe": "dedupe", **{f"lab_{f}": f for f in SIGNALS}}
 
 
 def _use_in_notebook() -> None:
@@ -53,7 +57,15 @@ def _use_in_notebook() -> None:
         ss[nb_key] = ss[lab_key]
     state.set_base_settings(state.base_settings().with_(**{f: ss[k] for k, f in LAB_TO_BASE.items()}))
     ss["lab_applied"] = (f"The notebook now uses {ss['cfg_mode']} retrieval, top-K {ss['cfg_top_k']}, threshold "
-                         f"{float(ss['cfg_threshold']):.2f}, {ss['lab_fusion']} fusion (this session).")
+                         f"{float(ss['cfg_threshold']):.2f}, {ss['lab_fusion']} fusion, signals: {signals_summary()} (this session).")
+
+
+def signals_summary() -> str:
+    on = [f"field weight {float(ss['lab_field_weight']):g}" if ss["lab_field_weight"] > 0 else "",
+          f"document decay {float(ss['lab_doc_decay']):g}" if ss["lab_doc_decay"] > 0 else "",
+          f"{int(ss['lab_per_doc'])} per document" if ss["lab_per_doc"] > 0 else "",
+          f"{int(ss['lab_prf_terms'])} expansion terms" if ss["lab_prf_terms"] > 0 else ""]
+    return ", ".join(x for x in on if x) or "off"
 
 
 def _differs_from_notebook() -> bool:
@@ -68,17 +80,7 @@ with row[0]:
 with row[1]:
     state.retrieval_mode_control("lab_mode", label="Retrieval mode", canon="lab_cfg_mode")
 
-cuts = st.columns([0.24, 0.24, 0.18, 0.34], vertical_alignment="bottom")
-with cuts[0]:
-    top_k = state.top_k_control("lab_top_k", canon="lab_cfg_top_k")
-with cuts[1]:
-    threshold = state.threshold_control("lab_threshold", canon="lab_cfg_threshold")
-with cuts[3]:
-    st.button("Use these settings in the notebook", key="lab_apply", icon=":material/input:", on_click=_use_in_notebook,
-              disabled=not _differs_from_notebook(), width="stretch",
-              help="Copy the lab's retrieval mode, top-K, threshold, fusion, pool and dedupe into the notebook "
-                   "(this session). Until then the lab never changes the notebook's answers.")
-with cuts[2], st.popover("Fusion, dedupe, pool", icon=":material/tune:", width="stretch"):
+def fusion_controls() -> None:
     state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=["rrf", "weighted"], required=True,
                 help="rrf: Σ 1/(k + rank) over the branches; weighted: w·cosine + (1−w)·BM25/max.")
     state.bound(st.number_input, "RRF k", "lab_rrf_k", key="lab_rrf_k_w", min_value=1, max_value=1000, step=10)
@@ -88,17 +90,61 @@ with cuts[2], st.popover("Fusion, dedupe, pool", icon=":material/tune:", width="
                 max_value=1000, step=5, help="The pool the sliders re-filter; changing it queries again.")
     state.bound(st.toggle, "Dedupe (best chunk per section)", "lab_dedupe", key="lab_dedupe_w")
 
+
+def signal_controls() -> None:
+    """The three retrieval signals (ragcore/config.py), the lab's own like every other control here."""
+    st.caption("Each signal's scores show in the table while it is on.")
+    state.bound(st.number_input, "Field weight (titles, sections, anchors, file names)", "lab_field_weight", key="lab_fw_w",
+                min_value=0.0, max_value=10.0, step=0.5, help="Question terms found in a chunk's title, section path, "
+                "anchor or file name add this weight to its BM25 score (0: off).")
+    state.bound(st.slider, "Document decay", "lab_doc_decay", key="lab_dd_w", min_value=0.0, max_value=1.0, step=0.1,
+                help="Rank documents, then passages: a document scores its best chunk + decay × its second + decay² × "
+                     "its third (0: off).")
+    state.bound(st.number_input, "Chunks per document first (0 = off)", "lab_per_doc", key="lab_pd_w", min_value=0,
+                max_value=20, step=1, help="At most this many chunks of one document before the other documents' best.")
+    state.bound(st.number_input, "Expansion terms (0 = off)", "lab_prf_terms", key="lab_prf_terms_w", min_value=0,
+                max_value=50, step=1, help="Pseudo-relevance feedback: terms of the first pass's best chunks added "
+                "to the BM25 query (not in dense mode).")
+    state.bound(st.number_input, "Feedback chunks", "lab_prf_docs", key="lab_prf_docs_w", min_value=1, max_value=20, step=1,
+                help="How many of the first pass's best chunks the expansion terms come from.")
+    state.bound(st.slider, "Expansion weight", "lab_prf_weight", key="lab_prf_weight_w", min_value=0.0, max_value=1.0,
+                step=0.05, help="The best expansion term's weight in the BM25 query (the others scale down from it).")
+
+
+# three rows that fit 1280 px beside the sidebar: the cuts and the two popovers, then the summary and the action
+cuts = st.columns([0.3, 0.3, 0.4], vertical_alignment="bottom")
+with cuts[0]:
+    top_k = state.top_k_control("lab_top_k", canon="lab_cfg_top_k")
+with cuts[1]:
+    threshold = state.threshold_control("lab_threshold", canon="lab_cfg_threshold")
+with cuts[2], st.container(horizontal=True, gap="small"):
+    with st.popover("Fusion, dedupe, pool", icon=":material/tune:"):
+        fusion_controls()
+    with st.popover("Signals", icon=":material/insights:", help="Fielded BM25, documents then passages, query expansion"):
+        signal_controls()
+applied = st.columns([0.6, 0.4], vertical_alignment="center")
+applied[0].caption(f"Signals: {md_inline(signals_summary())}")
+applied[1].button("Use these settings in the notebook", key="lab_apply", icon=":material/input:", on_click=_use_in_notebook,
+                  disabled=not _differs_from_notebook(), width="stretch",
+                  help="Copy the lab's retrieval mode, top-K, threshold, fusion, pool, dedupe and signals into the notebook "
+                       "(this session). Until then the lab never changes the notebook's answers.")
+
 if msg := ss.pop("lab_applied", None):
     st.toast(msg, icon=":material/input:")
 ls = state.settings().with_(
     retrieval_mode=ss["lab_cfg_mode"], top_k=int(ss["lab_cfg_top_k"]), threshold=round(float(ss["lab_cfg_threshold"]), 4),
     fusion=ss["lab_fusion"], rrf_k=int(ss["lab_rrf_k"]), dense_weight=float(ss["lab_dense_weight"]),
     candidates=int(ss["lab_candidates"]), dedupe=bool(ss["lab_dedupe"]),
+    field_weight=float(ss["lab_field_weight"]), doc_decay=float(ss["lab_doc_decay"]), per_doc=int(ss["lab_per_doc"]),
+    prf_terms=int(ss["lab_prf_terms"]), prf_docs=int(ss["lab_prf_docs"]), prf_weight=float(ss["lab_prf_weight"]),
 )
+FIELDS_ON = ls.field_weight > 0
+DOCS_ON = ls.doc_decay > 0 or ls.per_doc > 0
 
 
 def query_key(s, q: str) -> tuple:
-    return (collection, info.corpus_version, q.strip(), s.retrieval_mode, s.fusion, s.rrf_k, s.dense_weight, s.candidates, s.path_filter)
+    return (collection, info.corpus_version, q.strip(), s.retrieval_mode, s.fusion, s.rrf_k, s.dense_weight, s.candidates,
+            s.path_filter, *(getattr(s, f) for f in SIGNALS))
 
 
 def retrieve(s, q: str) -> RetrievalResult | None:
@@ -129,9 +175,29 @@ else:
             icon=":material/lightbulb:")
 
 
+# The table's columns in px. At 1280 px the table is 818 px wide beside the sidebar (measured in
+# chromium): locator and section share what the others leave, so the scores never need a scroll.
+TABLE_PX = 816
+FIXED_PX = {"select": 34, "rank": 46, "status": 100, "cosine": 64, "BM25": 58, "fused": 92, "open": 62}
+SIGNAL_PX = {"field": 52, "doc score": 58, "doc #": 50}
+CHAR_PX = 7  # a character of the table's font, on average
+
+
+def signal_columns() -> list[str]:
+    """The signals' columns only when they are on (their values are "–" for a chunk without one)."""
+    return (["field"] if FIELDS_ON else []) + (["doc score", "doc #"] if DOCS_ON else [])
+
+
+def text_widths() -> tuple[int, int]:
+    """Locator and section widths in px (wider screens stretch the table; these are the floor)."""
+    free = TABLE_PX - sum(FIXED_PX.values()) - sum(SIGNAL_PX[c] for c in signal_columns())
+    return free * 11 // 20, free * 9 // 20
+
+
 def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
     """One row per candidate, narrow enough for 1280 px: long locators and sections are shortened
-    (the row's panel below the table shows them in full, with the branch ranks)."""
+    to their columns (the row's panel below the table shows them in full, with the branch ranks)."""
+    loc_chars, sec_chars = ((w - 16) // CHAR_PX for w in text_widths())
     rows = []
     n = 0
     for c in res.candidates:
@@ -140,26 +206,48 @@ def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
         ch = c.chunk
         rows.append({
             "rank": c.rank, "status": f"kept [{n}]" if c.kept else f"cut: {c.dropped_reason or 'top_k'}".replace("top_k", "top-K"),
-            "kept": c.kept, "locator": shorten(ch.locator.split("#")[0], 30), "section": shorten(ch.section_label, 26),
+            "kept": c.kept, "locator": shorten(ch.locator.split("#")[0], loc_chars),
+            "section": shorten(ch.section_label, sec_chars),
             "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score,
+            "field": c.field_score, "doc score": c.doc_score, "doc #": c.doc_rank,
             "open": viewer_url(ch.path, ch.start_line, ch.end_line, ch.page, collection),
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"field": "float64", "doc score": "float64", "doc #": "Int64"})
+
+
+def column_order() -> list[str]:
+    return ["rank", "status", "cosine", "BM25", "fused", *signal_columns(), "locator", "section", "open"]
 
 
 def column_config(res: RetrievalResult) -> dict:
     fused_kind = "RRF" if ls.fusion == "rrf" else "weighted"
+    loc_px, sec_px = text_widths()
     return {
-        "rank": st.column_config.NumberColumn("rank", width=46, help=f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
-        "status": st.column_config.TextColumn("kept / cut", width=104, help="kept [n]: evidence number given to the composer; "
+        "rank": st.column_config.NumberColumn("rank", width=FIXED_PX["rank"], help=f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
+        "status": st.column_config.TextColumn("kept / cut", width=FIXED_PX["status"], help="kept [n]: evidence number given to the composer; "
                                               "cut: by the threshold, dedupe (another chunk of the section won) or top-K"),
-        "locator": st.column_config.TextColumn("locator", width="medium", help="path:lines (shortened; select the row for the full text)"),
-        "section": st.column_config.TextColumn("section", width="medium", help="Section path (shortened; select the row for the full text)"),
-        "cosine": st.column_config.NumberColumn("cosine", width=64, help="Dense score: cosine similarity of question and chunk (−1..1). The threshold applies to this."),
-        "BM25": st.column_config.NumberColumn("BM25", width=58, help="Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
-        "fused": st.column_config.NumberColumn(f"fused ({fused_kind})", width=92, help=f"{fused_kind} fusion score"),
-        "open": st.column_config.LinkColumn("source", display_text="open ↗", width=62, help="Open the lines in the source viewer"),
+        "locator": st.column_config.TextColumn("locator", width=loc_px, help="path:lines (shortened; select the row for the full text)"),
+        "section": st.column_config.TextColumn("section", width=sec_px, help="Section path (shortened; select the row for the full text)"),
+        "cosine": st.column_config.NumberColumn("cosine", width=FIXED_PX["cosine"], help="Dense score: cosine similarity of question and chunk (−1..1). The threshold applies to this."),
+        "BM25": st.column_config.NumberColumn("BM25", width=FIXED_PX["BM25"], help="Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
+        "fused": st.column_config.NumberColumn(f"fused ({fused_kind})", width=FIXED_PX["fused"], help=f"{fused_kind} fusion score"),
+        "field": st.column_config.NumberColumn("field", width=SIGNAL_PX["field"], help="The part of BM25 from question terms in the chunk's "
+                                               "title, section path, anchor or file name (field weight on)"),
+        "doc score": st.column_config.NumberColumn("doc", width=SIGNAL_PX["doc score"], help=f"The chunk's document's score: its best chunks' "
+                                                   f"{res.rank_score_kind} scores, best + decay × second + decay² × third"),
+        "doc #": st.column_config.NumberColumn("doc #", width=SIGNAL_PX["doc #"], help="The document's rank: documents first, then their passages"),
+        "open": st.column_config.LinkColumn("source", display_text="open ↗", width=FIXED_PX["open"], help="Open the lines in the source viewer"),
     }
+
+
+def signals_line(c: Candidate) -> str:
+    """The selected chunk's signals that are on: field part of BM25 and matched fields, its document."""
+    parts = []
+    if FIELDS_ON:
+        parts.append(f"field part of BM25 {fmt_score(c.field_score, 2)}; matched fields: {fields_text(c.matched_fields)}")
+    if DOCS_ON:
+        parts.append(f"document rank {c.doc_rank or '–'} (score {fmt_score(c.doc_score, 4)})")
+    return " · ".join(parts)
 
 
 def histogram(res: RetrievalResult, thr: float) -> alt.Chart:
@@ -199,16 +287,22 @@ with tab_ev:
             f"Ranked by **{result.rank_score_kind}** ({result.retrieval_mode} mode). The threshold applies to the cosine score in every mode. "
             f"Moving top-K, the threshold or dedupe re-filters these {len(result.candidates)} candidates without querying again."
         )
+        if result.expansion_terms:
+            st.caption(expansion_line(result.expansion_terms), help="Pseudo-relevance feedback: words of the first pass's "
+                       f"{ls.prf_docs} best chunks, added to the BM25 query with these weights")
+        elif ls.prf_terms > 0:
+            st.caption("Expansion is on, but added no terms" + (" (dense mode has no BM25 query)." if ls.retrieval_mode == "dense" else "."))
         if result.candidates:
             st.altair_chart(histogram(result, ls.threshold), width="stretch")
             df = candidates_frame(result)
+            doc_fmt = {"cosine": "{:.3f}", "bm25": "{:.2f}"}.get(result.rank_score_kind, "{:.4f}")
             styled = (
                 df.style.apply(lambda r: ["color: #8c959f" if not r["kept"] else "" for _ in r], axis=1)
-                .format({"rank": "{:.0f}", "cosine": "{:.3f}", "BM25": "{:.2f}", "fused": "{:.4f}"}, na_rep="–")
+                .format({"rank": "{:.0f}", "cosine": "{:.3f}", "BM25": "{:.2f}", "fused": "{:.4f}", "field": "{:.2f}",
+                         "doc score": doc_fmt, "doc #": "{:.0f}"}, na_rep="–")
             )
             event = st.dataframe(
-                styled, hide_index=True, width="stretch",
-                column_order=["rank", "status", "cosine", "BM25", "fused", "locator", "section", "open"],
+                styled, hide_index=True, width="stretch", column_order=column_order(),
                 height=min(38 + 35 * len(df), 460), column_config=column_config(result),
                 on_select="rerun", selection_mode="single-row", key="lab_table",
             )
@@ -221,6 +315,8 @@ with tab_ev:
                                f"BM25 {fmt_score(c.sparse_score, 2)} (sparse rank {c.sparse_rank or '–'}) · "
                                f"fused {fmt_score(c.fused_score, 4)} (fused rank {c.fused_rank or '–'})"
                                + (f" · cut by {c.dropped_reason}" if c.dropped_reason else ""))
+                    if FIELDS_ON or DOCS_ON:
+                        st.caption(md_inline(signals_line(c)))
                     st.code(c.chunk.text, language=None, wrap_lines=True)
                     st.page_link("pages/library.py", label="Open these lines in the source viewer", icon=":material/open_in_new:",
                                  query_params=viewer_params(c.chunk.path, c.chunk.start_line, c.chunk.end_line, c.chunk.page, collection))
@@ -371,6 +467,9 @@ with tab_probe:
             if pr.match_score is not None:
                 details["passage match"] = "verbatim" if pr.match_score >= 0.999 else f"cosine {pr.match_score:.2f}"
             st.dataframe(pd.DataFrame([{k: str(v) for k, v in details.items()}]), hide_index=True, width="stretch")
+            if sig := signal_cells(pr):
+                st.dataframe(pd.DataFrame([sig]), hide_index=True, width="stretch",
+                             column_config={k: st.column_config.TextColumn(k, help=SIGNAL_HELP.get(k)) for k in sig})
             ch = pr.chunk
             st.page_link("pages/library.py", label=f"Open {md_inline(ch.locator.split('#')[0])} in the source viewer",
                          icon=":material/open_in_new:", query_params=viewer_params(ch.path, ch.start_line, ch.end_line, ch.page, collection))

@@ -129,3 +129,77 @@ def test_probe_explains_why_a_chunk_was_not_retrieved(app_env):
     at.button(key="probe_go").click().run()
     assert any("no matching chunk" in w.value for w in at.warning)
     assert "Verdict" in markdown_text(at) or at.warning
+
+
+def _table_element(at):
+    return next(d for d in at.dataframe if "status" in d.value.columns and "fused" in d.value.columns)
+
+
+def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
+    at = _lab()
+    shown = list(_table_element(at).proto.column_order)
+    assert not {"field", "doc score", "doc #"} & set(shown), shown  # off by default: no empty columns
+    assert not any(c.value.startswith("expanded with:") for c in at.caption)
+    queries = at.session_state["lab_queries"]
+
+    # fielded BM25 on: a new ranking (queries again), the field part shown; the notebook's settings untouched
+    at.number_input(key="lab_fw_w").set_value(2.0).run()
+    ok(at)
+    assert at.session_state["lab_queries"] > queries
+    el = _table_element(at)
+    assert "field" in el.proto.column_order
+    df = el.value
+    assert df["field"].notna().all() and (df["field"] > 0).any() and (df["field"] <= df["BM25"] + 1e-6).all()
+    assert at.session_state["rc_base"].field_weight == 0.0
+
+    # documents, then passages: every chunk carries its document's score and rank; one document, one score
+    at.slider(key="lab_dd_w").set_value(1.0).run()
+    ok(at)
+    el = _table_element(at)
+    assert {"doc score", "doc #"} <= set(el.proto.column_order)
+    df = el.value
+    assert df["doc #"].min() == 1 and df["doc score"].notna().all()
+    per_doc = df.assign(path=df["open"].str.extract(r"path=([^&]+)")[0]).groupby("path")["doc #"].nunique()
+    assert (per_doc == 1).all()
+
+    # expansion: the terms it added, with their weights, above the table
+    at.number_input(key="lab_prf_terms_w").set_value(4).run()
+    ok(at)
+    line = next(c.value for c in at.caption if c.value.startswith("expanded with:"))
+    terms = at.session_state["lab_result"][1].expansion_terms
+    assert 1 <= len(terms) <= 4 and all(f"`{t}` ({w:.2f})" in line for t, w in terms), line
+
+    # the selected row: its matched fields and its document
+    at.session_state["lab_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    ok(at)
+    detail = next(c.value for c in at.caption if "matched fields" in c.value)
+    assert "document rank" in detail and ":" in detail.split("matched fields")[1]
+
+    # carried over to the notebook only on request
+    at.button(key="lab_apply").click().run()
+    ok(at)
+    b = at.session_state["rc_base"]
+    assert (b.field_weight, b.doc_decay, b.prf_terms) == (2.0, 1.0, 4)
+    assert any("field weight 2" in t.value for t in at.toast)
+
+
+def test_probe_shows_the_chunks_signals(app_env):
+    at = _lab()
+    at.number_input(key="lab_fw_w").set_value(2.0).run()
+    at.slider(key="lab_dd_w").set_value(1.0).run()
+    at.number_input(key="lab_prf_terms_w").set_value(5).run()
+    at.selectbox(key="probe_path").set_value("05-scores-top-k-and-threshold.md").run()
+    at.button(key="probe_go").click().run()
+    ok(at)
+    sig = next(d.value for d in at.dataframe if "matched fields" in d.value.columns)
+    assert float(sig["field part of BM25"].iloc[0]) > 0 and "threshold" in sig["matched fields"].iloc[0]
+    assert sig["document rank"].iloc[0] == "1"
+    assert sig["expansion terms in the chunk"].iloc[0].endswith("(of 5)")
+    # signals off: no signal table
+    at.number_input(key="lab_fw_w").set_value(0.0).run()
+    at.slider(key="lab_dd_w").set_value(0.0).run()
+    at.number_input(key="lab_prf_terms_w").set_value(0).run()
+    at.button(key="probe_go").click().run()
+    ok(at)
+    assert not any("matched fields" in d.value.columns for d in at.dataframe)

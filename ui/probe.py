@@ -7,7 +7,10 @@ or a pasted sentence), find the chunk that holds the passage and explain its fat
 2. retrieve again with a large candidate pool (``candidates=1000``, no path filter) to learn the
    chunk's cosine, BM25 and ranks even when the real pool never saw it;
 3. verdict: kept, or cut by threshold / dedupe / top_k / filter, or not a candidate, or not even
-   in the large pool (then its cosine is computed directly), or not in the collection.
+   in the large pool (then its cosine is computed directly), or not in the collection;
+4. the retrieval signals that were on: the chunk's field matches (title, section, anchor, file
+   name), its document's score and rank, and which expansion terms (pseudo-relevance feedback)
+   it contains.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import numpy as np
 from ragcore.config import RagcoreSettings
 from ragcore.pathfilter import allows
 from ragcore.pipeline import Engine
+from ragcore.sparse import tokenize
 from ragcore.store import embed_text
 from ragcore.textutil import normalize_ws
 from ragcore.types import Candidate, Chunk, RetrievalResult
+from ui.render import fields_text, fmt_score
 
 Verdict = Literal[
     "kept", "threshold", "dedupe", "top_k", "filter", "not_candidate", "not_in_pool", "not_in_collection", "no_match",
@@ -58,6 +63,14 @@ class ProbeResult:
     competitor: Candidate | None = None  # dedupe: the chunk kept instead
     match_score: float | None = None  # passage probes: how well the chunk matches the passage
     evidence_n: int | None = None
+    # retrieval signals, None / empty when off: from the analyst's pool, else from the large pool
+    field_score: float | None = None  # the part of its BM25 from title/section/anchor/file-name matches
+    matched_fields: tuple[str, ...] = ()  # "field:term"
+    doc_score: float | None = None  # its document's aggregated score
+    doc_rank: int | None = None
+    signals_from: Literal["pool", "large pool"] | None = None
+    expansion_terms: tuple[tuple[str, float], ...] = ()  # what the analyst's retrieval added to the BM25 query
+    expansion_matched: tuple[str, ...] = ()  # those of them the chunk contains
 
 
 def _norm(s: str) -> str:
@@ -135,6 +148,20 @@ def _outside_pool_verdict(settings: RagcoreSettings, cos: float, bm25: float | N
     return ProbeResult("not_in_pool", msg, FIXES["not_in_pool"], **common)
 
 
+def signals(target: Chunk, cand: Candidate | None, big: Candidate | None,
+            expansion: tuple[tuple[str, float], ...]) -> dict[str, Any]:
+    """The chunk's retrieval signals: from the analyst's pool when it is there (its document's rank
+    is then the one that ordered the evidence), else from the large pool."""
+    src = cand or big
+    words = set(tokenize(embed_text(target))) if expansion else set()
+    return dict(
+        field_score=src.field_score if src else None, matched_fields=src.matched_fields if src else (),
+        doc_score=src.doc_score if src else None, doc_rank=src.doc_rank if src else None,
+        signals_from=("pool" if cand else "large pool") if src else None,
+        expansion_terms=expansion, expansion_matched=tuple(t for t, _ in expansion if t in words),
+    )
+
+
 def _rank_by(candidates: list[Candidate], score: Callable[[Candidate], float | None]) -> dict[str, int]:
     """chunk_id → 1-based rank by ``score``, highest first."""
     ordered = sorted(candidates, key=lambda c: -(score(c) or 0))
@@ -187,7 +214,32 @@ def probe(
     common: dict[str, Any] = dict(
         chunk=target, candidate=cand, big=b, cosine=cos, bm25=bm25, dense_rank=dense_rank.get(cid),
         sparse_rank=sparse_rank.get(cid), pool_size=len(real.candidates), match_score=match_score,
+        **signals(target, cand, b, real.expansion_terms),
     )
     if cand is not None:
         return _in_pool_verdict(cand, real, settings, cos, common)
     return _outside_pool_verdict(settings, cos, bm25, common)
+
+
+SIGNAL_HELP = {
+    "field part of BM25": "The part of the chunk's BM25 from question terms in its title, section path, anchor or file name",
+    "matched fields": "Which question terms matched which field, as field:term",
+    "document rank": "Its document's rank (documents first, then passages)",
+    "document score": "Its document's score: best chunk + decay × second + decay² × third",
+    "expansion terms in the chunk": "Which of the terms pseudo-relevance feedback added to the BM25 query the chunk contains",
+}
+
+
+def signal_cells(pr: ProbeResult) -> dict[str, str]:
+    """The probed chunk's retrieval signals that were on, as table cells (keys: ``SIGNAL_HELP``'s)."""
+    where = " (large pool)" if pr.signals_from == "large pool" else ""
+    out: dict[str, str] = {}
+    if pr.field_score is not None:
+        out["field part of BM25"] = f"{pr.field_score:.2f}{where}"
+        out["matched fields"] = fields_text(pr.matched_fields)
+    if pr.doc_rank is not None:
+        out["document rank"] = f"{pr.doc_rank}{where}"
+        out["document score"] = fmt_score(pr.doc_score, 4)
+    if pr.expansion_terms:
+        out["expansion terms in the chunk"] = (", ".join(pr.expansion_matched) or "none") + f" (of {len(pr.expansion_terms)})"
+    return out

@@ -126,6 +126,17 @@ def shorten(text: Any, limit: int) -> str:
     return s[:head] + "…" + s[len(s) - (limit - 1 - head):]
 
 
+def expansion_line(terms: Sequence[tuple[str, float]]) -> str:
+    """Markdown "expanded with: `term` (0.30) · …": the terms pseudo-relevance feedback added to the
+    BM25 query, each a literal code span (they are words of the documents)."""
+    return "expanded with: " + " · ".join(f"{md_code(t)} ({w:.2f})" for t, w in terms)
+
+
+def fields_text(matched: Sequence[str]) -> str:
+    """A chunk's field matches ("section:threshold, path:scores"), plain text: the caller escapes it."""
+    return ", ".join(matched) if matched else "none"
+
+
 def fmt_score(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if isinstance(v, (int, float)) else "–"
 
