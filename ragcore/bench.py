@@ -1,4 +1,4 @@
-"""`ragcore bench ingest | query | answer`: speed measured against a baseline in the same run.
+"""`ragcore bench ingest | query | cold | answer`: speed measured against a baseline in the same run.
 
 The machine this runs on is shared and noisy, so every result is reported next to a baseline
 timed in the same process, and the ratio is the number to compare across runs. Results are
@@ -20,11 +20,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .config import RagcoreSettings
-from .store import utc_now
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "bench" / "results"
 DJANGO = REPO.parent / "shared" / "data" / "django-docs-qa"
+
+
+def utc_now() -> str:
+    from .store import utc_now as now  # lazily: the store imports Qdrant's client, `ragcore --help` need not
+
+    return now()
 
 
 def _pcts(ms: Sequence[float]) -> dict[str, float]:
@@ -222,22 +227,28 @@ def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> 
 
     from .ingest.chunking import chunk_id
 
-    data = src_engine.store.load(src)
-    dest_engine.store.ensure_collection(dest)
-    n, k = 0, 0
-    while n < size:
-        take = min(size - n, len(data.chunks))
-        prefix = f"copy{k}/" if k else ""
-        chunks = [replace(c, path=prefix + c.path, chunk_id=chunk_id(prefix + c.path, c.start_line, c.end_line, c.text))
-                  for c in data.chunks[:take]]
-        counts: dict[str, int] = {}
-        for c in chunks:
-            counts[c.path] = counts.get(c.path, 0) + 1
-        for i in range(0, take, 512):
-            dest_engine.store.write_chunks(dest, chunks[i : i + 512], data.dense[i : i + 512], counts)
-        n += take
-        k += 1
-    dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
+    with src_engine.store.session(write=False):  # embedded Qdrant opened once for both reads
+        data = src_engine.store.load(src)
+        texts = sorted({t.strip() for c in data.chunks for t in (*c.section, c.title or "") if t and t.strip()})
+        headings = src_engine.store.heading_vectors(texts)  # so the copy's topic index needs no embedding
+    with dest_engine.store.session():  # one write session: embedded Qdrant is opened once
+        dest_engine.store.ensure_collection(dest)
+        if headings:
+            dest_engine.store.write_heading_vectors(list(headings), np.stack(list(headings.values())))
+        n, k = 0, 0
+        while n < size:
+            take = min(size - n, len(data.chunks))
+            prefix = f"copy{k}/" if k else ""
+            chunks = [replace(c, path=prefix + c.path, chunk_id=chunk_id(prefix + c.path, c.start_line, c.end_line, c.text))
+                      for c in data.chunks[:take]]
+            counts: dict[str, int] = {}
+            for c in chunks:
+                counts[c.path] = counts.get(c.path, 0) + 1
+            for i in range(0, take, 512):
+                dest_engine.store.write_chunks(dest, chunks[i : i + 512], data.dense[i : i + 512], counts)
+            n += take
+            k += 1
+        dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
     return n
 
 
@@ -331,6 +342,110 @@ def _query_summary(payload: dict[str, Any]) -> str:
         f"| LlamaIndex VectorStoreIndex (dense, in memory) | {baseline['p50_ms']} | {baseline['p95_ms']} |\n"
         f"| embedded Qdrant queried directly (hybrid) | {direct['p50_ms']} | {direct['p95_ms']} |\n\n"
         f"Loading the in-process index once per corpus version: {payload['index_load_s']} s."
+    ) + _cold_section()
+
+
+def _cold_section(results_dir: Path = DEFAULT_RESULTS) -> str:
+    """The cold-question section of query.md (bench cold), kept when bench query rewrites the file."""
+    p = results_dir / "query-cold.json"
+    return "\n\n" + _cold_summary(json.loads(p.read_text())) if p.is_file() else ""
+
+
+# ------------------------------------------------------------------ cold question
+
+COLD_MARK = "## Cold question"
+# what a fresh process spends before and during its first answer; printed by the child as JSON
+_PHASES = """
+import json, sys, time
+t0 = time.perf_counter()
+from ragcore.config import RagcoreSettings
+from ragcore.pipeline import Engine
+t1 = time.perf_counter()
+e = Engine(RagcoreSettings.from_env())
+e.encoder.encode(["load the model"])
+t2 = time.perf_counter()
+e.retriever.index("bench"); e.topic_index("bench")
+t3 = time.perf_counter()
+a = e.ask(sys.argv[1], collection="bench")
+t4 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "model_s": t2 - t1, "indexes_s": t3 - t2, "ask_s": t4 - t3,
+                  "qdrant_opened": e.store.opened, "qdrant_imported": "qdrant_client" in sys.modules,
+                  "ask_latency_ms": {k: round(v) for k, v in a.metadata["latency_ms"].items()}}))
+"""
+
+
+def _wall(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    import subprocess
+
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])}… failed ({out.returncode}): {out.stderr[-1500:]}")
+    return wall, out.stdout
+
+
+def bench_cold(source_collection: str, size: int, runs: int, question: str | None, results_dir: Path,
+               settings: RagcoreSettings) -> dict[str, Any]:
+    """Wall time of a new `ragcore ask` process (start included) on a copy of ``source_collection``
+    padded to ``size`` chunks: query snapshots off (RAGCORE_SNAPSHOTS=0: open embedded Qdrant and
+    load the collection, as before) and on, alternated, median of ``runs``; then where the time goes."""
+    import os
+    import sys
+
+    from .embeddings import OnnxMiniLM
+    from .pipeline import Engine
+
+    encoder = OnnxMiniLM()
+    src = Engine(settings, encoder=encoder)
+    if not src.store.exists(source_collection):
+        raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}")
+    question = question or _questions()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Engine(RagcoreSettings(data_dir=Path(tmp)), encoder=encoder)
+        n = _pad_collection(src, source_collection, dest, "bench", size or src.store.count(source_collection))
+        src.close()
+        dest.close()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCORE_")} | {"RAGCORE_DATA_DIR": tmp}
+        cmd = [sys.executable, "-m", "ragcore.cli", "ask", question, "-c", "bench"]
+        walls: dict[str, list[float]] = {"snapshots_off": [], "snapshots_on": []}
+        for _ in range(runs):  # alternated, so both feel the same machine load
+            walls["snapshots_off"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "0"})[0])
+            walls["snapshots_on"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "1"})[0])
+        phases = json.loads(_wall([sys.executable, "-c", _PHASES, question], env)[1].strip().splitlines()[-1])
+        floor = {"python_start_s": _wall([sys.executable, "-c", "pass"], env)[0],
+                 "import_llama_index_core_s": _wall([sys.executable, "-c", "import llama_index.core"], env)[0],
+                 "import_qdrant_client_s": _wall([sys.executable, "-c", "import qdrant_client"], env)[0]}
+    payload = {
+        "bench": "cold", "when": utc_now(), "machine": _machine(), "chunks": n, "source_collection": source_collection,
+        "question": question, "runs": runs, "wall_s": {k: [round(x, 2) for x in v] for k, v in walls.items()},
+        "median_s": {k: round(statistics.median(v), 2) for k, v in walls.items()},
+        "phases_snapshots_on": {k: round(v, 2) if isinstance(v, float) else v for k, v in phases.items()},
+        "floor": {k: round(v, 2) for k, v in floor.items()},
+    }
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "query-cold.json").write_text(json.dumps(payload, indent=2) + "\n")
+    md = results_dir / "query.md"
+    head = md.read_text().split(COLD_MARK)[0].rstrip() + "\n\n" if md.is_file() else ""
+    md.write_text(head + _cold_summary(payload) + "\n")
+    return payload
+
+
+def _cold_summary(p: dict[str, Any]) -> str:
+    off, on, ph, fl = p["wall_s"]["snapshots_off"], p["wall_s"]["snapshots_on"], p["phases_snapshots_on"], p["floor"]
+    return (
+        f"{COLD_MARK} ({p['when']}, `ragcore bench cold`)\n\n"
+        f"A new `ragcore ask` process on {p['chunks']} chunks (copies of {p['source_collection']!r}), process start "
+        f"included, median of {p['runs']} alternated runs; load average at the start {p['machine']['load_avg']}.\n\n"
+        f"| run | median s | runs s |\n|---|---|---|\n"
+        f"| snapshots off (open embedded Qdrant, load the collection) | {p['median_s']['snapshots_off']} | {off} |\n"
+        f"| query snapshot (memory-mapped, Qdrant not opened) | {p['median_s']['snapshots_on']} | {on} |\n\n"
+        f"Where a cold question's time goes, with the snapshot: importing ragcore (LlamaIndex, onnxruntime, scipy) "
+        f"{ph['import_s']} s, loading the model {ph['model_s']} s, reading the snapshot into the search and topic "
+        f"indexes {ph['indexes_s']} s, the question itself {ph['ask_s']} s ({ph['ask_latency_ms']} ms by stage); "
+        f"Qdrant opened: {ph['qdrant_opened']}, its client imported: {ph['qdrant_imported']}. For scale: starting "
+        f"Python alone {fl['python_start_s']} s, `import llama_index.core` alone {fl['import_llama_index_core_s']} s, "
+        f"`import qdrant_client` alone {fl['import_qdrant_client_s']} s."
     )
 
 
@@ -446,6 +561,13 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bq.add_argument("--repeats", type=int, default=2)
     bq.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     bq.set_defaults(func=_cmd_query)
+    bc = bsub.add_parser("cold", help="a new `ragcore ask` process's wall time, query snapshots off vs on")
+    bc.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
+    bc.add_argument("--size", type=int, default=0, help="chunks (0 = as many as the collection has)")
+    bc.add_argument("--runs", type=int, default=3)
+    bc.add_argument("--question", help="default: the first question of django-docs-qa")
+    bc.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bc.set_defaults(func=_cmd_cold)
     ba = bsub.add_parser("answer", help="time to the sources event and per-token overhead, against a scripted LLM server")
     ba.add_argument("--collection", default="django")
     ba.add_argument("--size", type=int, default=10_000)
@@ -467,6 +589,14 @@ def _cmd_query(args: argparse.Namespace) -> int:
     out = bench_query(args.collection, args.size, args.top_k, args.repeats, args.results, settings_from_args(args))
     print((args.results / "query.md").read_text())
     return 0 if out else 1
+
+
+def _cmd_cold(args: argparse.Namespace) -> int:
+    from .cli_common import settings_from_args
+
+    out = bench_cold(args.collection, args.size, max(1, args.runs), args.question, args.results, settings_from_args(args))
+    print(_cold_summary(out))
+    return 0
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:

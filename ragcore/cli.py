@@ -215,7 +215,16 @@ def cmd_collections(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ main
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands whose parsers live in heavier modules (bench imports Qdrant's client and the engines):
+# `ragcore ask` / `--help` register only a stub for them, so a cold question does not import them.
+LAZY_COMMANDS = {
+    "eval": "evaluate retrieval and answers on a data set (questions.jsonl + unanswerable.jsonl)",
+    "bench": "benchmarks against a baseline in the same run (results in bench/results/)",
+}
+
+
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The CLI's parser; ``full=False`` leaves `eval` and `bench` as stubs (listed in --help only)."""
     p = argparse.ArgumentParser(prog="ragcore", description="Grounded question answering over a document corpus.")
     p.add_argument("--data-dir", dest="data_dir", help="where embedded Qdrant lives (default: RAGCORE_DATA_DIR or ~/.local/share/ragcore)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -253,6 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--json", action="store_true")
     col.set_defaults(func=cmd_collections)
 
+    if not full:
+        for name, text in LAZY_COMMANDS.items():
+            sub.add_parser(name, help=text, add_help=False)
+        return p
     from .bench import add_bench_parser
     from .eval.cli import add_eval_parser
 
@@ -261,10 +274,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is neither an option nor --data-dir's value)."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--data-dir":
+            skip = True
+        elif not a.startswith("-"):
+            return a
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(full=_command(args_in) in LAZY_COMMANDS)
     try:
-        args = parser.parse_args(attach_negative_values(list(sys.argv[1:] if argv is None else argv)))
+        args = parser.parse_args(attach_negative_values(args_in))
     except SystemExit as exc:  # argparse has printed the usage error (or --help)
         return exc.code if isinstance(exc.code, int) else 2
     try:

@@ -2,9 +2,10 @@
 record a cancelled ingest, and tell whether the files on disk changed since the collection was
 built (which files were added, changed, removed).
 
-Only the Engine's and the Store's public methods and the Qdrant client ``engine.store.client``
-are used; the Engine is the one client of the data directory (embedded Qdrant allows one
-process per folder), so nothing here opens a store of its own.
+Only the Engine's and the Store's public methods and the Qdrant client of a store session are
+used; nothing here opens a store of its own. Each action is one write session (``Store.session``):
+embedded Qdrant is opened once for it and released after, and the collection's query snapshot
+follows when the action writes the collection's metadata.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from qdrant_client import models as qm
 
 from .ingest.loaders import read_bytes
 from .ingest.pipeline import UPLOAD_ROOT, corpus_version, discover
@@ -48,23 +47,26 @@ def rename_collection(engine: Engine, old: str, new: str) -> int:
         raise AdminError(f"There is no collection {old!r}.")
     if store.exists(new):
         raise AdminError(f"A collection {new!r} already exists: choose another name, or delete it first.")
-    store.ensure_collection(new)  # validates the name and creates the schema
-    try:
-        moved = _copy_points(engine, old, new)
-        if moved != store.count(old):
-            raise AdminError(f"Copying {old!r} to {new!r} moved {moved} of {store.count(old)} points; nothing was changed.")
-        meta = {k: v for k, v in store.read_meta(old).items() if k != "name"}
-        store.write_meta(new, meta)
-    except BaseException:
-        engine.drop(new)
-        raise
-    engine.drop(old)
+    with store.session():
+        store.ensure_collection(new)  # validates the name and creates the schema
+        try:
+            moved = _copy_points(engine, old, new)
+            if moved != store.count(old):
+                raise AdminError(f"Copying {old!r} to {new!r} moved {moved} of {store.count(old)} points; nothing was changed.")
+            meta = {k: v for k, v in store.read_meta(old).items() if k != "name"}
+            store.write_meta(new, meta)
+        except BaseException:
+            engine.drop(new)
+            raise
+        engine.drop(old)
     engine.retriever.invalidate(new)
     return moved
 
 
 def _copy_points(engine: Engine, old: str, new: str) -> int:
-    client = engine.store.client
+    from qdrant_client import models as qm
+
+    client = engine.store.client  # inside rename_collection's session
     offset: Any = None
     moved = 0
     while True:
@@ -85,13 +87,15 @@ def delete_document(engine: Engine, collection: str, path: str) -> int:
     The file itself is not touched: a later ingest of the folder brings it back if it is still there.
     """
     store = engine.store
-    refs = store.point_refs(collection)
-    ids = [r.id for r in refs if r.path == path]
-    if not ids:
-        raise AdminError(f"{path} is not in the collection {collection!r}.")
-    store.delete_points(collection, ids)
-    hashes = {r.path: r.doc_hash for r in refs if r.path != path}
-    store.write_meta(collection, {"corpus_version": corpus_version(hashes), "documents": len(hashes), "built_at": utc_now()})
+    with store.session():
+        refs = store.point_refs(collection)
+        ids = [r.id for r in refs if r.path == path]
+        if not ids:
+            raise AdminError(f"{path} is not in the collection {collection!r}.")
+        store.delete_points(collection, ids)
+        hashes = {r.path: r.doc_hash for r in refs if r.path != path}
+        store.write_meta(collection, {"corpus_version": corpus_version(hashes), "documents": len(hashes),
+                                      "built_at": utc_now()})
     engine.retriever.invalidate(collection)
     return len(ids)
 
@@ -104,14 +108,15 @@ def record_cancelled(engine: Engine, collection: str, root: str | None) -> None:
     and when it was cut short. The ingest writes its metadata only when it completes, so a new
     collection would otherwise have no root, and an existing one would claim to be complete."""
     store = engine.store
-    if not store.exists(collection):
-        return
-    meta = store.read_meta(collection)
-    hashes = {r.path: r.doc_hash for r in store.point_refs(collection)}
-    update: dict[str, Any] = {"cancelled_at": utc_now(), "documents": len(hashes)}
-    if root and root != UPLOAD_ROOT and not meta.get("root"):
-        update["root"] = root
-    store.write_meta(collection, update)
+    with store.session():
+        if not store.exists(collection):
+            return
+        meta = store.read_meta(collection)
+        hashes = {r.path: r.doc_hash for r in store.point_refs(collection)}
+        update: dict[str, Any] = {"cancelled_at": utc_now(), "documents": len(hashes)}
+        if root and root != UPLOAD_ROOT and not meta.get("root"):
+            update["root"] = root
+        store.write_meta(collection, update)
     engine.retriever.invalidate(collection)
 
 
@@ -164,7 +169,7 @@ def staleness(engine: Engine, collection: str, *, ignore: frozenset[str] = froze
     if not Path(root).is_dir():
         return Staleness(collection, root, False, incomplete=incomplete,
                          reason=f"the folder {root} is gone: re-ingest it from where it is now")
-    stored: dict[str, str] = {r.path: r.doc_hash for r in store.point_refs(collection)}
+    stored = store.doc_hashes(collection)  # from the query snapshot: a check does not open Qdrant
     _, files = discover([Path(root)])
     on_disk: dict[str, str] = {}
     max_bytes = engine.settings.max_file_bytes

@@ -296,6 +296,7 @@ class RagcoreSettings:
     qdrant_url: str | None = _setting(None, "url", optional=True)
     qdrant_api_key: str | None = _setting(None, "str", optional=True, secret=True)
     collection: str = _setting("guide", "str")
+    snapshots: bool = _setting(True, "bool")  # queries read <data dir>/snapshots, not embedded Qdrant (snapshot.py)
 
     # ingestion
     chunk_size: int = _setting(180, "int", ge=1)  # words per chunk (MiniLM reads at most 256 word pieces)

@@ -1,5 +1,6 @@
-"""The engine: one per process, holding the Qdrant store (embedded Qdrant locks its folder),
-the ONNX encoder, the search-index cache and one generator per LLM endpoint.
+"""The engine: one per process, holding the store (embedded Qdrant is opened only to write, or
+to read a collection without a query snapshot), the ONNX encoder, the search-index cache and one
+generator per LLM endpoint.
 
 ``Engine.stream()`` yields the event contract and ``Engine.ask()`` returns the final
 :class:`~ragcore.types.Answer`; the stages themselves are in ``answering.py``. For LlamaIndex
@@ -48,7 +49,7 @@ class Engine:
         self._generator_factory = generator_factory
         self._scorer = SupportScorer(encoder=self.encoder.encode)
         self._generators: dict[Any, Any] = {}
-        self._topics: dict[str, tuple[str | None, TopicIndex]] = {}
+        self._topics: dict[str, tuple[str, TopicIndex]] = {}
         self._topics_lock = threading.Lock()
 
     def close(self) -> None:
@@ -67,11 +68,13 @@ class Engine:
         s = settings or self.settings
         name = collection or s.collection
         root, files = discover([Path(p) for p in paths])
-        report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self.encoder,
-                        settings=s, prune=prune, progress=progress)
-        self.retriever.invalidate(name)
-        if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
-            ensure_auto_calibration(self, name, s)
+        # one write session: embedded Qdrant is opened (and its folder locked) once, and released after
+        with self.store.session():
+            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self.encoder,
+                            settings=s, prune=prune, progress=progress)
+            self.retriever.invalidate(name)
+            if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
+                ensure_auto_calibration(self, name, s)
         return report
 
     def ingest_uploads(
@@ -82,11 +85,12 @@ class Engine:
         s = settings or self.settings
         name = collection or s.collection
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
-        report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
-                        settings=s, prune=False, progress=progress)
-        self.retriever.invalidate(name)
-        if calibrate:
-            ensure_auto_calibration(self, name, s)
+        with self.store.session():
+            report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
+                            settings=s, prune=False, progress=progress)
+            self.retriever.invalidate(name)
+            if calibrate:
+                ensure_auto_calibration(self, name, s)
         return report
 
     def drop(self, collection: str) -> None:
@@ -101,9 +105,12 @@ class Engine:
 
     def documents(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(path, chunk count) of every document in a collection."""
+        name = collection or self.settings.collection
+        snap = self.store.snapshot(name) if self.store.exists(name) else None
+        paths = [c.path for c in snap.chunks] if snap is not None else [r.path for r in self.store.point_refs(name)]
         counts: dict[str, int] = {}
-        for ref in self.store.point_refs(collection or self.settings.collection):
-            counts[ref.path] = counts.get(ref.path, 0) + 1
+        for path in paths:
+            counts[path] = counts.get(path, 0) + 1
         return sorted(counts.items())
 
     def document_chunks(self, path: str, collection: str | None = None) -> list[Chunk]:
@@ -116,12 +123,17 @@ class Engine:
         return self.retriever.search(collection or s.collection, question, s)
 
     def topic_index(self, collection: str) -> TopicIndex:
-        """The collection's section headings with their vectors, rebuilt when the corpus changes."""
-        version = self.store.read_meta(collection).get("corpus_version")
+        """The collection's section headings with their vectors: from its query snapshot (swapped
+        when a new one is published), else rebuilt from Qdrant when the corpus version changes."""
+        snap = self.store.snapshot(collection)
+        key = f"snapshot:{snap.version}" if snap is not None else \
+            f"qdrant:{self.store.read_meta(collection).get('corpus_version')}"
         with self._topics_lock:
             hit = self._topics.get(collection)
-            if hit is None or hit[0] != version:
-                hit = (version, TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder))
+            if hit is None or hit[0] != key:
+                idx = TopicIndex.from_snapshot(snap, self.store, self.encoder) if snap is not None else \
+                    TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder)
+                hit = (key, idx)
                 self._topics[collection] = hit
             return hit[1]
 

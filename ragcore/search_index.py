@@ -18,6 +18,7 @@ import numpy as np
 from scipy import sparse as sp
 
 from .pathfilter import parse_path_filter, path_matches
+from .snapshot import SnapshotData, SparseColumns, sparse_columns
 from .sparse import term_index
 from .store import CollectionData
 from .types import Chunk
@@ -37,26 +38,23 @@ class Scores:
 
 class SearchIndex:
     def __init__(self, data: CollectionData) -> None:
-        self.chunks: tuple[Chunk, ...] = data.chunks
-        self.dense = data.dense
-        n = len(data.chunks)
-        cols: dict[int, int] = {}
-        indptr = [0]
-        indices: list[int] = []
-        values: list[float] = []
-        for idx, vals in data.sparse:
-            for i, v in zip(idx, vals):
-                indices.append(cols.setdefault(i, len(cols)))
-                values.append(v)
-            indptr.append(len(indices))
-        self._cols = cols
+        self._setup(data.chunks, data.dense, sparse_columns(data.sparse))
+
+    @classmethod
+    def from_snapshot(cls, snap: SnapshotData) -> "SearchIndex":
+        """The index over a query snapshot (snapshot.py): nothing to build, the dense matrix is mapped."""
+        idx = cls.__new__(cls)
+        idx._setup(snap.chunks, snap.dense, snap.sparse)
+        return idx
+
+    def _setup(self, chunks: tuple[Chunk, ...], dense: np.ndarray, sparse: SparseColumns) -> None:
+        self.chunks = chunks
+        self.dense = dense
+        self._cols: dict[int, int] = dict(zip(sparse.terms.tolist(), range(len(sparse.terms))))
         # CSC: a query touches a handful of term columns; slicing columns is what CSC is for
-        self.sparse = sp.csr_matrix(
-            (np.asarray(values, dtype=np.float32), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
-            shape=(n, max(len(cols), 1)),
-        ).tocsc()
+        self.sparse: sp.csc_matrix = sparse.matrix
         self.df = np.diff(self.sparse.indptr).astype(np.float64)
-        self.n_docs = n
+        self.n_docs = len(chunks)
         self.by_id = {c.chunk_id: i for i, c in enumerate(self.chunks)}
 
     def idf(self, term: str) -> float:

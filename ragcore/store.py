@@ -8,6 +8,12 @@ to a server with no other change. Points are written through LlamaIndex's
 
 A point's id is the UUID form of its chunk id (a hash of path + span + text), so writing the
 same chunk twice is idempotent: that is what makes an interrupted ingest safe to re-run.
+
+Embedded Qdrant lets one process open its folder at a time. So the Store opens it only inside a
+session (a write, or reading a collection that has no valid query snapshot) and closes it after;
+after each write it publishes the collection's query snapshot (snapshot.py), which every read that
+a question makes is served from. Many processes read; one writes; the others see its new snapshot
+on their next call. On a Qdrant server (``qdrant_url``) nothing is snapshotted: the server searches.
 """
 
 from __future__ import annotations
@@ -17,20 +23,24 @@ import json
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from .config import RagcoreSettings
 from .embeddings import DIMENSION, MODEL_NAME
-from .nodes import chunk_to_node
+from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, file_stamp, sparse_columns
 from .sparse import Bm25Encoder
 from .types import Chunk, CollectionInfo
+
+if TYPE_CHECKING:  # qdrant_client costs ~1 s to import: only writes and fallback reads need it
+    from qdrant_client import QdrantClient
+
+T = TypeVar("T")
 
 DENSE = "dense"
 SPARSE = "sparse"
@@ -39,7 +49,7 @@ META_COLLECTION = "ragcore__meta"
 # its text and the model, so one entry serves every corpus, re-ingest and process.
 TOPICS_COLLECTION = "ragcore__topics"
 RESERVED_PREFIX = "ragcore__"
-# a second process (another `ragcore ask`, the app) waits this long for the embedded store
+# a process that needs embedded Qdrant itself (a second writer) waits this long for the folder lock
 LOCK_WAIT_S = 15.0
 LOCK_POLL_S = 0.1
 # payload keys of a chunk point (besides LlamaIndex's own _node_content / doc_id …)
@@ -104,6 +114,16 @@ class CollectionData:
     sparse: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]
 
 
+def _qm():
+    from qdrant_client import models
+
+    return models
+
+
+def section_ref(c: Chunk) -> SectionRef:
+    return SectionRef(c.path, c.start_line, c.section, c.title, c.anchor, c.page)
+
+
 def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
     text = payload.get("text")
     if text is None:  # LlamaIndex keeps the text inside _node_content
@@ -125,11 +145,28 @@ def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
 
 
 class Store:
+    """The Qdrant collections of one data folder, and their query snapshots (snapshot.py).
+
+    Embedded, the Qdrant client (and with it the folder's lock) is held only inside
+    :meth:`session`: for a write, or to read a collection that has no valid snapshot. Reads that a
+    snapshot can answer (what a question needs, metadata, counts, collection names) never open
+    Qdrant, so any number of processes can read while one writes; they pick up the writer's new
+    snapshot on their next call. ``settings.snapshots`` off (or a Qdrant server) is the old way:
+    every read goes to Qdrant, and an embedded client stays open for the Store's lifetime.
+    """
+
     def __init__(self, settings: RagcoreSettings, client: QdrantClient | None = None) -> None:
         self.settings = settings
         self._client = client
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._bm25 = Bm25Encoder()
+        self._depth = 0  # nested sessions
+        self._writing = 0  # of which writes
+        self._owned = False  # the client was opened by a session, which closes it
+        self._dirty: set[str] = set()  # collections written since their last snapshot
+        self._rebuild_lock = threading.Lock()
+        use = self.is_embedded and client is None and getattr(settings, "snapshots", True)
+        self.snapshots = SnapshotFiles(Path(settings.data_dir) / "snapshots") if use else None
 
     # ------------------------------------------------------------------ connection
 
@@ -139,13 +176,40 @@ class Store:
 
     @property
     def client(self) -> QdrantClient:
+        """The Qdrant client; outside a :meth:`session` it stays open until :meth:`close`."""
         if self._client is None:
             with self._lock:
                 if self._client is None:
                     self._client = self._open()
+                    self._owned = self._depth > 0
         return self._client
 
+    @property
+    def opened(self) -> bool:
+        """Whether a Qdrant client is open now (tests check that a question did not open one)."""
+        return self._client is not None
+
+    @contextmanager
+    def session(self, *, write: bool = True) -> Iterator[QdrantClient]:
+        """Hold Qdrant open for a group of operations (sessions nest). With snapshots, the outermost
+        session closes the client it opened, which releases the embedded folder's lock."""
+        with self._lock:
+            self._depth += 1
+            self._writing += write
+        try:
+            yield self.client
+        finally:
+            with self._lock:
+                self._depth -= 1
+                self._writing -= write
+                if self._depth == 0 and self._owned and self.snapshots is not None and self._client is not None:
+                    self._client.close()
+                    self._client = None
+                    self._owned = False
+
     def _open(self) -> QdrantClient:
+        from qdrant_client import QdrantClient
+
         s = self.settings
         if s.qdrant_url:
             return QdrantClient(url=s.qdrant_url, api_key=s.qdrant_api_key, timeout=30)
@@ -165,28 +229,137 @@ class Store:
                     raise StoreError(_busy_message(path)) from exc
 
     def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+                self._owned = False
+
+    def _with_client(self, fn: Callable[[QdrantClient], T], *, write: bool = False) -> T:
+        with self.session(write=write) as client:
+            return fn(client)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _storage_file(self, name: str) -> Path:
+        return self.settings.qdrant_path / "collection" / name / "storage.sqlite"
+
+    def _write_in_progress(self) -> bool:
+        """A write session here, or another process holding the folder (a writer, or a reader rebuilding)."""
+        if self._writing > 0:
+            return True
         if self._client is not None:
-            self._client.close()
-            self._client = None
+            return False  # we hold the folder ourselves
+        return folder_locked(self.settings.qdrant_path)
+
+    def _busy_elsewhere(self) -> bool:
+        """Another process holds embedded Qdrant (and this one has no snapshot to read instead)."""
+        return self.snapshots is not None and self._client is None and self._writing == 0 \
+            and folder_locked(self.settings.qdrant_path)
+
+    def _current(self, name: str) -> Manifest | None:
+        """The manifest that describes ``name`` now. Missing or stale: rebuilt from Qdrant, except
+        while a write is under way, when the last published one (if any) is served."""
+        if self.snapshots is None:
+            return None
+        m = self.snapshots.manifest(name)
+        stamp = file_stamp(self._storage_file(name))
+        if m is not None and m.stamp == stamp:
+            return m
+        if stamp is None and self._client is None:
+            return None  # no such collection (the file appears when a collection is created)
+        if self._write_in_progress():
+            return m
+        with self._rebuild_lock:  # one rebuild at a time: a second asker waits, then finds it done
+            m = self.snapshots.manifest(name)
+            if m is not None and m.stamp == file_stamp(self._storage_file(name)):
+                return m
+            with self.session(write=False) as client:
+                return self._publish(name) if client.collection_exists(name) else None
+
+    def snapshot(self, name: str) -> SnapshotData | None:
+        """What questions need of ``name``, from its snapshot (written first when missing, stale or
+        damaged). None with snapshots off, on a server, or when there is no such collection."""
+        m = self._current(name)
+        if m is None:
+            return None
+        try:
+            return self.snapshots.data(m)  # type: ignore[union-attr]
+        except SnapshotError:
+            newer = self._current(name)  # another process may just have replaced (and removed) that version
+            if newer is not None and newer.version != m.version:
+                try:
+                    return self.snapshots.data(newer)  # type: ignore[union-attr]
+                except SnapshotError:
+                    pass
+            if self._write_in_progress():
+                return None
+            with self.session(write=False):
+                m = self._publish(name)
+            return self.snapshots.data(m)  # type: ignore[union-attr]
+
+    def _publish(self, name: str, meta: dict[str, Any] | None = None) -> Manifest:
+        """Write a snapshot of ``name`` from Qdrant (inside a session)."""
+        assert self.snapshots is not None
+        data = self.load(name)
+        meta = self._qdrant_meta(name) if meta is None else meta
+        # every heading text of the collection (topics.heading_of picks among them) with a stored vector
+        texts = {t.strip() for c in data.chunks for t in (*c.section, c.title or "") if t and t.strip()}
+        headings = self.heading_vectors(sorted(texts))
+        stamp = file_stamp(self._storage_file(name))
+        assert stamp is not None
+        m = self.snapshots.publish(name, chunks=data.chunks, dense=data.dense, sparse=sparse_columns(data.sparse),
+                                   headings=headings, meta=meta, stamp=stamp)
+        self._dirty.discard(name)
+        return m
+
+    def _after_meta_write(self, name: str, meta: dict[str, Any]) -> None:
+        """Bring the snapshot up to date after a write: new files when points changed, else a new manifest."""
+        if self.snapshots is None or not self.client.collection_exists(name):
+            return
+        m = self.snapshots.manifest(name)
+        stamp = file_stamp(self._storage_file(name))
+        if name in self._dirty or m is None or stamp is None or m.stamp != stamp:
+            self._publish(name, meta)
+        else:
+            self.snapshots.update_meta(m, meta, stamp)
 
     # ------------------------------------------------------------------ schema
 
+    def _local_names(self) -> list[str] | None:
+        """Collection names from embedded Qdrant's own meta.json, without opening it (None: unreadable)."""
+        if self.snapshots is None or self._client is not None:
+            return None
+        path = self.settings.qdrant_path / "meta.json"
+        if not path.exists():
+            return []
+        try:
+            return list(json.loads(path.read_text("utf-8")).get("collections", {}))
+        except (OSError, ValueError, AttributeError):
+            return None  # being rewritten right now: ask Qdrant
+
     def exists(self, name: str) -> bool:
-        return self.client.collection_exists(name)
+        names = self._local_names()
+        if names is not None:
+            return name in names
+        return self._with_client(lambda c: c.collection_exists(name))
 
     def ensure_collection(self, name: str) -> None:
         if name.startswith(RESERVED_PREFIX) or not name.replace("-", "").replace("_", "").isalnum():
             raise StoreError(f"Invalid collection name {name!r}: use letters, digits, - and _.")
-        if self.client.collection_exists(name):
-            return
-        self.client.create_collection(
-            name,
-            vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
-        )
-        if not self.is_embedded:  # payload indexes only matter (and only exist) on a server
-            for key in ("path", "doc_hash"):
-                self.client.create_payload_index(name, key, qm.PayloadSchemaType.KEYWORD)
+        qm = _qm()
+        with self.session() as client:
+            if client.collection_exists(name):
+                return
+            client.create_collection(
+                name,
+                vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+            )
+            self._dirty.add(name)
+            if not self.is_embedded:  # payload indexes only matter (and only exist) on a server
+                for key in ("path", "doc_hash"):
+                    client.create_payload_index(name, key, qm.PayloadSchemaType.KEYWORD)
 
     def vector_store(self, name: str):
         """LlamaIndex's QdrantVectorStore over this collection (hybrid, our BM25)."""
@@ -217,6 +390,8 @@ class Store:
         self, name: str, chunks: Sequence[Chunk], dense: np.ndarray, doc_chunks: dict[str, int], fingerprint: str = ""
     ) -> None:
         """Upsert chunks with their dense vectors; sparse vectors are computed on the way in."""
+        from .nodes import chunk_to_node
+
         nodes = []
         for c, vec in zip(chunks, dense):
             node = chunk_to_node(
@@ -231,48 +406,70 @@ class Store:
             node.text_template = "{metadata_str}\n{content}"
             nodes.append(node)
         if nodes:
-            self.vector_store(name).add(nodes)
+            with self.session():
+                self._dirty.add(name)
+                self.vector_store(name).add(nodes)
 
     def delete_points(self, name: str, ids: Sequence[str]) -> None:
-        for i in range(0, len(ids), 1000):
-            self.client.delete(name, points_selector=qm.PointIdsList(points=list(ids[i : i + 1000])), wait=True)
+        qm = _qm()
+        with self.session() as client:
+            self._dirty.add(name)
+            for i in range(0, len(ids), 1000):
+                client.delete(name, points_selector=qm.PointIdsList(points=list(ids[i : i + 1000])), wait=True)
 
     def drop(self, name: str) -> None:
-        if self.client.collection_exists(name):
-            self.client.delete_collection(name)
-        if self.client.collection_exists(META_COLLECTION):
-            self.client.delete(META_COLLECTION, points_selector=qm.PointIdsList(points=[_meta_id(name)]))
+        qm = _qm()
+        with self.session() as client:
+            if client.collection_exists(name):
+                client.delete_collection(name)
+            if client.collection_exists(META_COLLECTION):
+                client.delete(META_COLLECTION, points_selector=qm.PointIdsList(points=[_meta_id(name)]))
+            self._dirty.discard(name)
+            if self.snapshots is not None:
+                self.snapshots.remove(name)
 
     # ------------------------------------------------------------------ reads
 
     def _scroll(self, name: str, *, with_payload: Any, with_vectors: Any) -> Iterator[Any]:
-        offset = None
-        while True:
-            points, offset = self.client.scroll(
-                name, limit=1024, offset=offset, with_payload=with_payload, with_vectors=with_vectors
-            )
-            yield from points
-            if offset is None:
-                break
+        with self.session(write=False) as client:
+            offset = None
+            while True:
+                points, offset = client.scroll(
+                    name, limit=1024, offset=offset, with_payload=with_payload, with_vectors=with_vectors
+                )
+                yield from points
+                if offset is None:
+                    break
 
     def point_refs(self, name: str) -> list[PointRef]:
-        if not self.exists(name):
-            return []
-        return [
-            PointRef(str(p.id), p.payload["path"], p.payload["doc_hash"], int(p.payload.get("doc_chunks", 0)),
-                     p.payload.get("fp") or "")
-            for p in self._scroll(name, with_payload=["path", "doc_hash", "doc_chunks", "fp"], with_vectors=False)
-        ]
+        """What incremental ingest knows of stored points: always read from Qdrant, the store of record."""
+        with self.session(write=False) as client:
+            if not client.collection_exists(name):
+                return []
+            return [
+                PointRef(str(p.id), p.payload["path"], p.payload["doc_hash"], int(p.payload.get("doc_chunks", 0)),
+                         p.payload.get("fp") or "")
+                for p in self._scroll(name, with_payload=["path", "doc_hash", "doc_chunks", "fp"], with_vectors=False)
+            ]
+
+    def doc_hashes(self, name: str) -> dict[str, str]:
+        """Content hash of every stored document, by path (from the snapshot when there is one)."""
+        snap = self.snapshot(name) if self.exists(name) else None
+        if snap is not None:
+            return {c.path: c.doc_hash for c in snap.chunks}
+        return {r.path: r.doc_hash for r in self.point_refs(name)}
 
     def stored_vectors(self, name: str, ids: Sequence[str]) -> dict[str, tuple[list[float], str]]:
         """Dense vector and embedding context of stored points, by point id (missing ids absent)."""
         out: dict[str, tuple[list[float], str]] = {}
-        for i in range(0, len(ids), 1000):
-            for p in self.client.retrieve(name, list(ids[i : i + 1000]), with_vectors=[DENSE], with_payload=["context"]):
-                out[str(p.id)] = (p.vector[DENSE], (p.payload or {}).get("context") or "")
+        with self.session(write=False) as client:
+            for i in range(0, len(ids), 1000):
+                for p in client.retrieve(name, list(ids[i : i + 1000]), with_vectors=[DENSE], with_payload=["context"]):
+                    out[str(p.id)] = (p.vector[DENSE], (p.payload or {}).get("context") or "")
         return out
 
     def load(self, name: str) -> CollectionData:
+        """Every chunk with its vectors, scrolled from Qdrant (queries read the snapshot instead)."""
         chunks: list[Chunk] = []
         dense: list[list[float]] = []
         sparse: list[tuple[tuple[int, ...], tuple[float, ...]]] = []
@@ -286,6 +483,9 @@ class Store:
 
     def section_refs(self, name: str) -> list[SectionRef]:
         """Where every chunk sits (path, line, section path, title), without text or vectors."""
+        snap = self.snapshot(name)
+        if snap is not None:
+            return [section_ref(c) for c in snap.chunks]
         if not self.exists(name):
             return []
         return [
@@ -299,60 +499,98 @@ class Store:
 
     def heading_vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these heading texts (texts never embedded are absent)."""
-        if not texts or not self.client.collection_exists(TOPICS_COLLECTION):
+        if not texts:
             return {}
         out: dict[str, np.ndarray] = {}
         ids = {_heading_id(t): t for t in texts}
         keys = list(ids)
-        for i in range(0, len(keys), 1000):
-            for p in self.client.retrieve(TOPICS_COLLECTION, keys[i : i + 1000], with_vectors=True, with_payload=False):
-                out[ids[str(p.id)]] = np.asarray(p.vector, dtype=np.float32)
+        with self.session(write=False) as client:
+            if not client.collection_exists(TOPICS_COLLECTION):
+                return {}
+            for i in range(0, len(keys), 1000):
+                for p in client.retrieve(TOPICS_COLLECTION, keys[i : i + 1000], with_vectors=True, with_payload=False):
+                    out[ids[str(p.id)]] = np.asarray(p.vector, dtype=np.float32)
         return out
 
     def write_heading_vectors(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         if not texts:
             return
-        if not self.client.collection_exists(TOPICS_COLLECTION):
-            self.client.create_collection(
-                TOPICS_COLLECTION, vectors_config=qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)
-            )
-        points = [qm.PointStruct(id=_heading_id(t), vector=v.tolist(), payload={"text": t}) for t, v in zip(texts, vectors)]
-        for i in range(0, len(points), 512):
-            self.client.upsert(TOPICS_COLLECTION, points[i : i + 512], wait=True)
+        qm = _qm()
+        with self.session() as client:
+            if not client.collection_exists(TOPICS_COLLECTION):
+                client.create_collection(
+                    TOPICS_COLLECTION, vectors_config=qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)
+                )
+            points = [qm.PointStruct(id=_heading_id(t), vector=v.tolist(), payload={"text": t})
+                      for t, v in zip(texts, vectors)]
+            for i in range(0, len(points), 512):
+                client.upsert(TOPICS_COLLECTION, points[i : i + 512], wait=True)
 
     def chunks_of(self, name: str, path: str) -> list[Chunk]:
-        flt = qm.Filter(must=[qm.FieldCondition(key="path", match=qm.MatchValue(value=path))])
-        pts = []
-        offset = None
-        while True:
-            batch, offset = self.client.scroll(name, scroll_filter=flt, limit=1024, offset=offset, with_payload=True)
-            pts.extend(batch)
-            if offset is None:
-                break
-        return sorted((chunk_from_payload(p.payload) for p in pts), key=lambda c: (c.page or 0, c.start_line, c.ordinal))
+        snap = self.snapshot(name)
+        if snap is not None:
+            got = [c for c in snap.chunks if c.path == path]
+        else:
+            qm = _qm()
+            flt = qm.Filter(must=[qm.FieldCondition(key="path", match=qm.MatchValue(value=path))])
+            got = []
+            with self.session(write=False) as client:
+                offset = None
+                while True:
+                    batch, offset = client.scroll(name, scroll_filter=flt, limit=1024, offset=offset, with_payload=True)
+                    got.extend(chunk_from_payload(p.payload) for p in batch)
+                    if offset is None:
+                        break
+        return sorted(got, key=lambda c: (c.page or 0, c.start_line, c.ordinal))
 
     def count(self, name: str) -> int:
-        return self.client.count(name, exact=True).count if self.exists(name) else 0
+        if not self.exists(name):
+            return 0
+        m = self._current(name)
+        if m is not None:
+            return m.chunks
+        if self._busy_elsewhere():
+            return 0  # being created by another process right now: not there yet
+        return self._with_client(lambda c: c.count(name, exact=True).count)
 
     # ------------------------------------------------------------------ collection metadata
 
     def write_meta(self, name: str, meta: dict[str, Any]) -> None:
-        if not self.client.collection_exists(META_COLLECTION):
-            self.client.create_collection(
-                META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT)
-            )
-        # merged into what is there: an ingest must not erase, say, a calibrated abstain bar
-        payload = {**self.read_meta(name), "name": name, "embedding_model": MODEL_NAME, **meta}
-        self.client.upsert(META_COLLECTION, [qm.PointStruct(id=_meta_id(name), vector=[1.0], payload=payload)], wait=True)
+        qm = _qm()
+        with self.session() as client:
+            if not client.collection_exists(META_COLLECTION):
+                client.create_collection(
+                    META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT)
+                )
+            # merged into what is there: an ingest must not erase, say, a calibrated abstain bar
+            payload = {**self._qdrant_meta(name), "name": name, "embedding_model": MODEL_NAME, **meta}
+            client.upsert(META_COLLECTION, [qm.PointStruct(id=_meta_id(name), vector=[1.0], payload=payload)], wait=True)
+            self._after_meta_write(name, payload)
+
+    def _qdrant_meta(self, name: str) -> dict[str, Any]:
+        with self.session(write=False) as client:
+            if not client.collection_exists(META_COLLECTION):
+                return {}
+            got = client.retrieve(META_COLLECTION, [_meta_id(name)], with_payload=True)
+            return dict(got[0].payload) if got else {}
 
     def read_meta(self, name: str) -> dict[str, Any]:
-        if not self.client.collection_exists(META_COLLECTION):
-            return {}
-        got = self.client.retrieve(META_COLLECTION, [_meta_id(name)], with_payload=True)
-        return dict(got[0].payload) if got else {}
+        if self.snapshots is None or self._client is not None:
+            return self._qdrant_meta(name)  # Qdrant is open anyway: read the store of record
+        if not self.exists(name):
+            return {}  # (a dropped collection's metadata is deleted with it)
+        m = self._current(name)
+        if m is not None:
+            return dict(m.meta)
+        if self._busy_elsewhere():
+            return {}  # being created by another process right now: not there yet
+        return self._qdrant_meta(name)
 
     def collection_names(self) -> list[str]:
-        return sorted(c.name for c in self.client.get_collections().collections if not c.name.startswith(RESERVED_PREFIX))
+        names = self._local_names()
+        if names is None:
+            names = self._with_client(lambda c: [x.name for x in c.get_collections().collections])
+        return sorted(n for n in names if not n.startswith(RESERVED_PREFIX))
 
     def info(self, name: str) -> CollectionInfo:
         meta = self.read_meta(name)
@@ -366,6 +604,20 @@ class Store:
             embedding_model=meta.get("embedding_model"),
             settings=meta.get("settings", {}),
         )
+
+
+def folder_locked(path: Path) -> bool:
+    """Whether a process (this one included, through another handle) holds the embedded store's lock."""
+    lock = path / ".lock"
+    if not lock.exists():
+        return False
+    with open(lock, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
 
 
 def wait_for_folder_lock(path: Path, deadline: float) -> None:
@@ -386,8 +638,8 @@ def wait_for_folder_lock(path: Path, deadline: float) -> None:
 
 def _busy_message(path: Path) -> str:
     return (
-        f"The embedded Qdrant folder {path} is open in another process (only one process may open it at a time; "
-        f"waited {LOCK_WAIT_S:.0f} s). Close the other ragcore app or command, or share one store between "
+        f"The embedded Qdrant folder {path} is in use by another process (an ingest or another write; one "
+        f"process at a time, waited {LOCK_WAIT_S:.0f} s). Try again when it is done, or share one store between "
         "processes with a Qdrant server: set RAGCORE_QDRANT_URL (see README, 'Where data lives')."
     )
 

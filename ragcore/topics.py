@@ -13,7 +13,8 @@ similarity (AUC 0.84 vs 0.75 for the best evidence sentence; see
 A chunk's topic is its innermost heading (the page title when it has none). Heading vectors
 live in Qdrant's shared ``ragcore__topics`` collection, keyed by text: ingest embeds the
 headings it has not seen, and a collection ingested before this module existed gets them on
-its first question.
+its first question. A collection's query snapshot (snapshot.py) carries its headings' vectors,
+so a question reads them from there.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import numpy as np
 
 from .embeddings import DIMENSION, OnnxMiniLM
 from .pathfilter import parse_path_filter, path_matches
-from .store import SectionRef, Store
+from .snapshot import SnapshotData
+from .store import SectionRef, Store, section_ref
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,20 @@ def heading_of(section: Sequence[str], title: str | None) -> str | None:
         if text and text.strip():
             return text.strip()
     return None
+
+
+def _first_places(refs: Iterable[SectionRef]) -> dict[tuple[str, str], SectionRef]:
+    """(heading, path) -> where that heading first occurs in that document."""
+    first: dict[tuple[str, str], SectionRef] = {}
+    for ref in refs:
+        heading = heading_of(ref.section, ref.title)
+        if heading is None:
+            continue
+        key = (heading, ref.path)
+        seen = first.get(key)
+        if seen is None or (ref.page or 0, ref.start_line) < (seen.page or 0, seen.start_line):
+            first[key] = ref
+    return first
 
 
 def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str]) -> dict[str, np.ndarray]:
@@ -73,16 +89,21 @@ class TopicIndex:
 
     @classmethod
     def build(cls, refs: Iterable[SectionRef], store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
-        first: dict[tuple[str, str], SectionRef] = {}
-        for ref in refs:
-            heading = heading_of(ref.section, ref.title)
-            if heading is None:
-                continue
-            key = (heading, ref.path)
-            seen = first.get(key)
-            if seen is None or (ref.page or 0, ref.start_line) < (seen.page or 0, seen.start_line):
-                first[key] = ref
-        vecs = ensure_heading_vectors(store, encoder, (h for h, _ in first))
+        first = _first_places(refs)
+        return cls._of(first, ensure_heading_vectors(store, encoder, (h for h, _ in first)))
+
+    @classmethod
+    def from_snapshot(cls, snap: SnapshotData, store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
+        """From a query snapshot's chunks and heading vectors; Qdrant is opened only for a heading
+        the snapshot lacks (a collection ingested before headings were embedded)."""
+        first = _first_places(section_ref(c) for c in snap.chunks)
+        vecs = dict(snap.headings)
+        if any(h not in vecs for h, _ in first):
+            vecs.update(ensure_heading_vectors(store, encoder, {h for h, _ in first if h not in vecs}))
+        return cls._of(first, vecs)
+
+    @classmethod
+    def _of(cls, first: dict[tuple[str, str], SectionRef], vecs: dict[str, np.ndarray]) -> "TopicIndex":
         keys = sorted(first)
         rows = [TopicMatch(h, 0.0, p, first[h, p].start_line, first[h, p].anchor, first[h, p].page) for h, p in keys]
         mat = np.stack([vecs[h] for h, _ in keys]) if keys else np.zeros((0, DIMENSION), dtype=np.float32)

@@ -1,5 +1,8 @@
-"""Several processes on one embedded store: they wait their turn (bounded), then get a clear
-message that names the way to share a store (a Qdrant server). Real processes, real Qdrant."""
+"""Several processes on one embedded store. Embedded Qdrant lets one process open its folder at a
+time; a Store holds it only inside a session (a write, or reading a collection that has no query
+snapshot), so readers never block a writer (tests/test_snapshot.py). Two processes that both need
+Qdrant itself wait their turn (bounded), then get a clear message that names the way to share a
+store (a Qdrant server). Real processes, real Qdrant."""
 
 from __future__ import annotations
 
@@ -34,6 +37,18 @@ def _holder(data_dir: Path, seconds: float) -> subprocess.Popen:
                          cwd=REPO)
     assert p.stdout is not None and p.stdout.readline().strip() == "holding"
     return p
+
+
+def test_the_lock_is_held_only_inside_a_session(tmp_path: Path) -> None:
+    st = Store(RagcoreSettings(data_dir=tmp_path))
+    with st.session():
+        st.ensure_collection("c")
+        assert store_mod.folder_locked(st.settings.qdrant_path)
+        with st.session(write=False):  # sessions nest: the inner one does not close the client
+            assert st.opened
+        assert st.opened
+    assert not st.opened and not store_mod.folder_locked(st.settings.qdrant_path)
+    assert st.collection_names() == ["c"] and not st.opened  # read from Qdrant's own meta.json
 
 
 def test_second_process_waits_for_the_lock(tmp_path: Path) -> None:

@@ -116,10 +116,12 @@ class Runtime:
 
 @st.cache_resource(show_spinner=False)
 def get_runtime(data_dir: str, qdrant_url: str | None) -> Runtime:
-    """One Engine per process and data directory: embedded Qdrant locks its folder."""
+    """One Engine per process and data directory. Questions read the collections' query snapshots,
+    so the app does not hold embedded Qdrant's folder lock: ``ragcore ingest`` can write meanwhile,
+    and the next question here reads the new snapshot."""
     settings = load_settings(data_dir).settings.with_(qdrant_url=qdrant_url)
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)  # an unusable folder fails here, clearly
     engine = Engine(settings)
-    _ = engine.store.client  # open the store now, so a locked folder fails here, clearly
     return Runtime(engine=engine, settings=settings)
 
 

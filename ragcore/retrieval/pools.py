@@ -8,9 +8,12 @@ threshold can always apply to cosine.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
+
+if TYPE_CHECKING:  # only the server back end needs Qdrant's client (~1 s to import)
+    from qdrant_client import QdrantClient
 
 from ..config import RagcoreSettings
 from ..pathfilter import PathFilter
@@ -44,6 +47,8 @@ def local_pool(
 def server_pool(
     client: QdrantClient, collection: str, q_dense: np.ndarray, q_sparse: SparseVec, settings: RagcoreSettings,
 ) -> list[PoolEntry]:
+    from qdrant_client import models as qm
+
     # Qdrant has no glob match: with a path filter, over-fetch and filter here with the same
     # matcher the embedded index uses, so both back ends mean the same thing.
     flt = PathFilter.parse(settings.path_filter)

@@ -48,14 +48,17 @@ class HybridSearch:
             self._fields.pop(collection, None)
 
     def index(self, collection: str) -> SearchIndex:
-        """The collection's in-process index, loaded once per corpus version."""
-        version = str(self.store.read_meta(collection).get("corpus_version"))
+        """The collection's in-process index: over its query snapshot (a stat per call notices a
+        new one), else loaded from Qdrant once per corpus version (snapshots off)."""
+        snap = self.store.snapshot(collection)
+        key = f"snapshot:{snap.version}" if snap is not None else \
+            f"qdrant:{self.store.read_meta(collection).get('corpus_version')}"
         with self._lock:
             hit = self._indexes.get(collection)
-            if hit and hit[0] == version:
+            if hit and hit[0] == key:
                 return hit[1]
-            idx = SearchIndex(self.store.load(collection))
-            self._indexes[collection] = (version, idx)
+            idx = SearchIndex.from_snapshot(snap) if snap is not None else SearchIndex(self.store.load(collection))
+            self._indexes[collection] = (key, idx)
             return idx
 
     def fields(self, collection: str) -> FieldIndex:

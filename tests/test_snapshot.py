@@ -1,0 +1,263 @@
+"""Query snapshots (ragcore/snapshot.py): a question reads plain files written after each write,
+never embedded Qdrant, and a snapshot that no longer matches the store is rebuilt.
+Real embedded Qdrant in temp folders, the real ONNX model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragcore.collections_admin import delete_document, rename_collection, staleness
+from ragcore.search_index import SearchIndex
+from ragcore.snapshot import MANIFEST
+from ragcore.topics import TopicIndex
+from tests.conftest import REPO, write_corpus
+
+FILES = {
+    "garden/roses.md": "# Roses\n\n## Pruning roses\n\nPrune roses in late winter, just before the buds swell.\n\n"
+                       "## Feeding roses\n\nFeed roses with compost in spring and again in early summer.\n",
+    "garden/tomatoes.md": "# Tomatoes\n\n## Watering tomatoes\n\nWater tomatoes deeply twice a week; never wet the leaves.\n",
+    "kitchen/bread.md": "# Bread\n\n## Proving dough\n\nLet the dough prove for two hours in a warm place until doubled.\n",
+    "ops/backup.md": "# Operations\n\n## Backups\n\nThe nightly backup runs at two o'clock and keeps thirty copies.\n",
+}
+QUERIES = ["When should I prune roses?", "how long does dough prove", "backup copies kept", "watering the leaves"]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    return write_corpus(tmp_path / "corpus", FILES)
+
+
+def _versions(data_dir: Path, name: str) -> list[str]:
+    return sorted(p.name for p in (data_dir / "snapshots" / name).iterdir() if p.is_dir())
+
+
+def _manifest(data_dir: Path, name: str) -> dict:
+    return json.loads((data_dir / "snapshots" / name / MANIFEST).read_text())
+
+
+def _pool(engine, q: str) -> list[tuple]:
+    """The ranked pool; scores to float32 precision (a memory-mapped matrix may take another BLAS path)."""
+    r = engine.retriever.pool("g", q, engine.settings.with_(collection="g"))
+    return [(c.chunk.chunk_id, pytest.approx(c.dense_score, abs=1e-6), pytest.approx(c.sparse_score, abs=1e-6),
+             c.fused_score, c.rank) for c in r.candidates]
+
+
+def test_snapshot_answers_exactly_as_qdrant_does(tmp_path: Path, corpus: Path, make_engine) -> None:
+    data = tmp_path / "data"
+    writer = make_engine(data_dir=data)
+    writer.ingest([corpus], "g", calibrate=False)
+    assert not writer.store.opened  # the write session closed the client: the folder lock is free
+    assert len(_versions(data, "g")) == 1
+
+    from_snap = make_engine(data_dir=data)
+    from_qdrant = make_engine(data_dir=data, snapshots=False)  # today's path: scroll Qdrant
+    snap = from_snap.store.snapshot("g")
+    assert snap is not None and len(snap.chunks) == from_qdrant.store.count("g")
+    for q in QUERIES:
+        assert _pool(from_snap, q) == _pool(from_qdrant, q)
+    a, b = from_snap.retriever.index("g"), from_qdrant.retriever.index("g")
+    assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in b.chunks]
+    # float32 rounding only: Qdrant re-normalises the stored vectors when a client loads them
+    assert np.allclose(np.asarray(a.dense), b.dense, atol=1e-6)
+    for term in ("roses", "dough", "backup", "nonexistentword"):
+        assert a.idf(term) == pytest.approx(b.idf(term))
+    # the topic index: same headings, same places, same scores
+    ta, tb = from_snap.topic_index("g"), from_qdrant.topic_index("g")
+    assert ta.rows == tb.rows and np.allclose(ta.vectors, tb.vectors)
+    for q in QUERIES:
+        assert from_snap.closest_topic(q, collection="g") == from_qdrant.closest_topic(q, collection="g")
+    assert from_snap.store.read_meta("g") == from_qdrant.store.read_meta("g")
+    assert from_snap.documents("g") == from_qdrant.documents("g")
+    assert from_snap.document_chunks("garden/roses.md", "g") == from_qdrant.document_chunks("garden/roses.md", "g")
+    assert not from_snap.store.opened
+    assert not (tmp_path / "data" / "snapshots" / "g" / "x").exists()
+
+
+def test_a_question_with_a_valid_snapshot_never_opens_qdrant(tmp_path: Path, corpus: Path, make_engine) -> None:
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g")  # with the label-free abstain bar
+    reader = make_engine(data_dir=data)
+    answer = reader.ask("When should I prune roses?", collection="g")
+    assert answer.status == "ok" and answer.citations[0].path == "garden/roses.md"
+    assert answer.metadata["corpus_version"] == _manifest(data, "g")["corpus_version"]
+    # the rest of what the app reads: collections, documents, one document, the bar, staleness
+    (info,) = reader.collections()
+    assert (info.name, info.documents, info.chunks) == ("g", 4, len(reader.store.snapshot("g").chunks))
+    assert reader.abstain_bar_info("g").source == "auto"
+    assert [p for p, _ in reader.documents("g")] == sorted(FILES)
+    assert reader.document_chunks("ops/backup.md", "g")[0].section == ("Operations", "Backups")
+    assert not staleness(reader, "g").stale
+    assert reader.store._client is None  # never created
+
+
+def test_stale_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, make_engine) -> None:
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    old = _manifest(data, "g")["version"]
+    # a writer that changes the collection without publishing (as a killed ingest leaves it)
+    raw = make_engine(data_dir=data, snapshots=False)
+    ids = [r.id for r in raw.store.point_refs("g") if r.path == "kitchen/bread.md"]
+    raw.store.delete_points("g", ids)
+    raw.close()
+    reader = make_engine(data_dir=data)
+    assert all(c.path != "kitchen/bread.md" for c in reader.retriever.index("g").chunks)
+    new = _manifest(data, "g")["version"]
+    assert new != old and _versions(data, "g") == [new]  # rebuilt, the old version removed
+    assert not reader.store.opened  # the rebuild's read session closed the client again
+
+
+@pytest.mark.parametrize("damage", ["dense", "chunks", "manifest", "missing"])
+def test_damaged_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, make_engine, damage: str) -> None:
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    version = data / "snapshots" / "g" / _manifest(data, "g")["version"]
+    expected = _pool(make_engine(data_dir=data), QUERIES[0])
+    if damage == "dense":
+        (version / "dense.npy").write_bytes((version / "dense.npy").read_bytes()[:1000])  # truncated
+    elif damage == "chunks":
+        (version / "chunks.json").write_text('{"fields": ["chunk_id"], "rows": [["x"]]}')
+    elif damage == "manifest":
+        (data / "snapshots" / "g" / MANIFEST).write_text("{not json")
+    else:
+        (version / "sparse_rows.npy").unlink()
+    reader = make_engine(data_dir=data)
+    assert _pool(reader, QUERIES[0]) == expected
+    assert _manifest(data, "g")["version"] != version.name
+
+
+def test_pickles_are_never_loaded(tmp_path: Path, corpus: Path, make_engine) -> None:
+    """An .npy holding Python objects (a pickle) is refused, not executed: the snapshot is rebuilt."""
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    version = data / "snapshots" / "g" / _manifest(data, "g")["version"]
+    np.save(version / "headings.npy", np.array([{"evil": 1}], dtype=object), allow_pickle=True)
+    reader = make_engine(data_dir=data)
+    assert reader.topic_index("g").best(reader.encoder.encode(["pruning roses"])[0]).heading == "Pruning roses"
+    assert _manifest(data, "g")["version"] != version.name
+
+
+def test_writes_keep_the_snapshot_current(tmp_path: Path, corpus: Path, make_engine) -> None:
+    """Re-ingest, removing a document, the abstain bar, rename and drop all leave one current version."""
+    data = tmp_path / "data"
+    engine = make_engine(data_dir=data)
+    engine.ingest([corpus], "g", calibrate=False)
+    v1 = _manifest(data, "g")
+    (corpus / "ops" / "restore.md").write_text("# Restore\n\nRestoring a backup takes ten minutes.\n")
+    engine.ingest([corpus], "g", calibrate=False)
+    v2 = _manifest(data, "g")
+    assert v2["corpus_version"] != v1["corpus_version"] and _versions(data, "g") == [v2["version"]]
+    delete_document(engine, "g", "kitchen/bread.md")
+    v3 = _manifest(data, "g")
+    assert v3["meta"]["documents"] == 4 and v3["chunks"] == v2["chunks"] - 1
+    engine.store.write_meta("g", {"note": "meta only"})  # no point changed: same files, new manifest
+    v4 = _manifest(data, "g")
+    assert v4["version"] == v3["version"] and v4["meta"]["note"] == "meta only"
+    assert engine.store.read_meta("g")["note"] == "meta only"
+    rename_collection(engine, "g", "h")
+    assert not (data / "snapshots" / "g").exists() and _manifest(data, "h")["meta"]["note"] == "meta only"
+    assert engine.retrieve("prune roses", collection="h").candidates[0].chunk.path == "garden/roses.md"
+    engine.drop("h")
+    assert not (data / "snapshots" / "h").exists() and engine.collections() == []
+    assert not engine.store.opened
+
+
+def test_snapshots_off_is_the_old_path(tmp_path: Path, corpus: Path, make_engine) -> None:
+    engine = make_engine(data_dir=tmp_path / "data", snapshots=False)
+    engine.ingest([corpus], "g", calibrate=False)
+    assert engine.ask("When should I prune roses?", collection="g").status == "ok"
+    assert not (tmp_path / "data" / "snapshots").exists()
+
+
+def test_topic_index_from_snapshot_reads_only_missing_headings(
+    tmp_path: Path, corpus: Path, make_engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot carries the heading vectors; one it lacks is read from Qdrant's store, not embedded."""
+    engine = make_engine(data_dir=tmp_path / "data")
+    engine.ingest([corpus], "g", calibrate=False)
+    snap = engine.store.snapshot("g")
+    calls: list[list[str]] = []
+    real = engine.encoder.encode_uncached
+    monkeypatch.setattr(engine.encoder, "encode_uncached", lambda texts: calls.append(list(texts)) or real(texts))
+    full = TopicIndex.from_snapshot(snap, engine.store, engine.encoder)
+    assert len(full) == len({(c.path, c.section[-1]) for c in snap.chunks}) and not engine.store.opened
+    lacking = dataclasses.replace(snap, headings={h: v for h, v in snap.headings.items() if h != full.rows[0].heading})
+    again = TopicIndex.from_snapshot(lacking, engine.store, engine.encoder)
+    assert again.rows == full.rows and np.allclose(again.vectors, full.vectors, atol=1e-6) and calls == []
+    assert SearchIndex.from_snapshot(snap).n_docs == len(snap.chunks)
+
+
+@pytest.mark.slow
+def test_cli_ingest_while_an_engine_is_open_then_it_answers_from_the_new_version(
+    tmp_path: Path, corpus: Path, make_engine
+) -> None:
+    """The app's situation: an Engine open on a data folder; `ragcore ingest` from another process
+    succeeds without waiting for it, and the Engine's next question reads the new corpus version."""
+    data = tmp_path / "data"
+    app = make_engine(data_dir=data)
+    app.ingest([corpus], "g", calibrate=False)
+    before = app.ask("How long does restoring a backup take?", collection="g")
+    assert all(c.chunk.path != "ops/restore.md" for c in before.candidates)
+    (corpus / "ops" / "restore.md").write_text("# Restore\n\n## Restoring\n\nRestoring a backup takes ten minutes.\n")
+    env = {**os.environ, "RAGCORE_DATA_DIR": str(data)}
+    cli = subprocess.run([sys.executable, "-m", "ragcore.cli", "ingest", str(corpus), "-c", "g", "--no-calibrate"],
+                         env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert "1 added" in cli.stdout
+    after = app.ask("How long does restoring a backup take?", collection="g")
+    assert after.metadata["corpus_version"] == _manifest(data, "g")["corpus_version"]
+    assert after.metadata["corpus_version"] != before.metadata["corpus_version"]
+    assert after.candidates[0].chunk.path == "ops/restore.md"  # retrieved from the new version
+    assert not app.store.opened
+
+
+@pytest.mark.slow
+def test_cold_cli_ask_does_not_import_qdrant(tmp_path: Path, corpus: Path, make_engine) -> None:
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    code = ("import sys; from ragcore.cli import main; rc = main(['ask', 'When should I prune roses?', '-c', 'g']); "
+            "print('RC', rc, 'qdrant_client' in sys.modules, 'ragcore.bench' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RAGCORE_DATA_DIR": str(data)}, cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert "RC 0 False False" in out.stdout, out.stdout[-1000:] + out.stderr[-2000:]
+
+
+WRITER = """
+import sys, time
+from ragcore.config import RagcoreSettings
+from ragcore.store import Store
+st = Store(RagcoreSettings(data_dir=sys.argv[1], snapshots=False))
+with st.session():  # a write under way: the folder is locked, the collection changed, nothing published yet
+    st.delete_points("g", [r.id for r in st.point_refs("g") if r.path == "kitchen/bread.md"])
+    print("writing", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_readers_are_served_the_last_snapshot_while_another_process_writes(
+    tmp_path: Path, corpus: Path, make_engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragcore import store as store_mod
+
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.5)  # a reader that waited for the lock would fail
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(data), "30"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+        reader = make_engine(data_dir=data)
+        paths = {c.path for c in reader.retriever.index("g").chunks}
+        assert "kitchen/bread.md" in paths  # the last published version, consistent, not the half-written one
+        assert reader.store.count("g") == len(reader.store.snapshot("g").chunks) and not reader.store.opened
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    # the writer died without publishing: the next reader finds the snapshot stale and rebuilds it
+    assert "kitchen/bread.md" not in {c.path for c in make_engine(data_dir=data).retriever.index("g").chunks}
