@@ -334,6 +334,15 @@ class RagcoreSettings:
     prf_terms: int = _setting(0, "int", ge=0, le=50)
     prf_docs: int = _setting(3, "int", ge=1, le=20)
     prf_weight: float = _setting(0.3, "float", ge=0.0, le=1.0)
+    # Document signals, fused with the chunk evidence when documents are ranked (retrieval/docsignals.py;
+    # 0: off). The weight of cosine(question, document title) and of cosine(question, document centroid),
+    # added to the document's evidence score over the pool's best:
+    doc_title_weight: float = _setting(0.0, "float", ge=0.0, le=10.0)
+    doc_centroid_weight: float = _setting(0.0, "float", ge=0.0, le=10.0)
+    # Documents the question or its best named_evidence passages name (a command page such as git-clone,
+    # an identifier heading such as DJANGO_SETTINGS_MODULE) join the document ranking by RRF with this weight
+    named_weight: float = _setting(0.0, "float", ge=0.0, le=10.0)
+    named_evidence: int = _setting(10, "int", ge=1, le=50)
 
     # answering
     # support below this: abstain (answerability.py; tuned on django-docs-qa)

@@ -146,6 +146,10 @@ class Candidate:
     matched_fields: tuple[str, ...] = ()  # which, as "field:term" ("section:auth_user_model", "path:settings")
     doc_score: float | None = None  # its document's aggregated score (documents ranked, then passages)
     doc_rank: int | None = None  # its document's rank
+    # Document signals (ragcore/retrieval/docsignals.py); None / () when the signal is off.
+    doc_title_cosine: float | None = None  # cosine(question, its document's title)
+    doc_centroid_cosine: float | None = None  # cosine(question, its document's mean chunk vector)
+    named_by: tuple[str, ...] = ()  # what names its document: "question:DJANGO_SETTINGS_MODULE", "evidence:git-clone"
 
     def score_for(self, kind: ScoreKind) -> float | None:
         return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)

@@ -1,6 +1,7 @@
 """The retrieval signals beyond cosine and BM25, each over a real embedded Qdrant and the real
 ONNX model: field matches (title, section, anchor, file name), documents ranked before
-passages (with the per-document cap), and pseudo-relevance feedback. Each test checks the
+passages (with the per-document cap), pseudo-relevance feedback, and the document signals
+(title and centroid cosines, documents named by the question or its evidence). Each test checks the
 signal off (behaviour unchanged, nothing recorded) and on (what it changes, and that the
 candidate or result says why)."""
 
@@ -8,14 +9,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
 import pytest
 
-from ragcore.config import RagcoreSettings
+from ragcore.config import ConfigError, RagcoreSettings
 from ragcore.embeddings import OnnxMiniLM
 from ragcore.pipeline import Engine
 from ragcore.retrieval.documents import rank_documents
 from ragcore.retrieval.expansion import expanded_query, expansion_terms
 from ragcore.retrieval.fields import FieldIndex, field_texts
+from ragcore.retrieval.names import command_names, heading_identifiers, text_names
 from ragcore.sparse import Bm25Encoder, term_index
 from ragcore.types import Candidate, Chunk, RetrievalResult
 from tests.conftest import write_corpus
@@ -165,3 +168,119 @@ def test_expanded_query_keeps_question_weights() -> None:
     w = dict(zip(ex.indices, ex.values))
     assert w[term_index("glorpify")] == 0.3 and w[term_index("widget")] == 1.0
     assert expansion_terms("x", [], lambda t: 1.0, n_terms=5, weight=0.3) == ()
+
+
+# --------------------------------------------------------------------------- document signals
+
+CMD_COLLECTION = "cmds"
+CMD_FILES = {
+    # The guide answers in prose and names the command; the command's own page shares no word
+    # with the question. Five tool-* pages make "tool-" a command namespace.
+    "guide/sharing.md": (
+        "# Sharing your work\n\n## Sending changes to the team\n\n"
+        "When your changes are finished, share them with the team: run tool push from the project "
+        "folder and every new snapshot goes to the team server.\n"
+    ),
+    "commands/tool-push.md": "# tool-push\n\n## Description\n\nUploads local snapshots to a remote server. Accepts --force and --dry-run.\n",
+    "commands/tool-pull.md": "# tool-pull\n\n## Description\n\nDownloads snapshots from a remote server into the local store.\n",
+    "commands/tool-init.md": "# tool-init\n\n## Description\n\nCreates an empty project folder with a snapshot store.\n",
+    "commands/tool-log.md": "# tool-log\n\n## Description\n\nLists snapshots, newest first, with their authors and dates.\n",
+    "commands/tool-diff.md": "# tool-diff\n\n## Description\n\nShows what changed between two snapshots, line by line.\n",
+    "notes/team-meetings.md": "# Team meetings\n\n## Weekly\n\nThe team meets weekly to share what changed and what is finished.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def cmd_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
+    root = write_corpus(tmp_path_factory.mktemp("cmd-corpus"), CMD_FILES)
+    e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("cmd-data"), collection=CMD_COLLECTION), encoder=encoder)
+    e.ingest([root], CMD_COLLECTION)
+    yield e
+    e.close()
+
+
+def doc_rank_of(result: RetrievalResult, path: str) -> int:
+    return next(c.doc_rank for c in result.candidates if c.chunk.path == path)
+
+
+def test_document_signals_off_by_default(engine: Engine) -> None:
+    s = RagcoreSettings()
+    assert (s.doc_title_weight, s.doc_centroid_weight, s.named_weight) == (0.0, 0.0, 0.0)
+    r = search(engine, f"What does {IDENT} do?", doc_decay=1.0)
+    assert all(c.doc_title_cosine is None and c.doc_centroid_cosine is None and c.named_by == () for c in r.candidates)
+
+
+@pytest.mark.parametrize("key,bad", [("doc_title_weight", -0.1), ("doc_centroid_weight", 11.0), ("named_weight", -1.0),
+                                     ("named_evidence", 0)])
+def test_document_signal_settings_validate(key: str, bad: float) -> None:
+    with pytest.raises(ConfigError):
+        RagcoreSettings(**{key: bad})
+
+
+def test_command_names_need_a_namespace_and_keep_case() -> None:
+    paths = [f"man/git-{c}.html" for c in ("clone", "fetch", "pull", "push", "rebase")] + ["new-contributors.html", "django-admin.html"]
+    names = command_names(paths)
+    assert names["git-clone"] == "man/git-clone.html"
+    assert "new-contributors" not in names and "django-admin" not in names  # no namespace: English, not a command
+    assert "git-clone" in text_names("then run git clone with the URL")
+    assert "django-admin" not in text_names("open the Django admin site")  # the site, not the command
+    assert heading_identifiers("DJANGO_SETTINGS_MODULE") == {"DJANGO_SETTINGS_MODULE"}
+    assert heading_identifiers("django-users") == {"django-users"}
+    assert heading_identifiers("Getting started") == set()
+
+
+def test_evidence_names_the_command_page(cmd_engine: Engine) -> None:
+    q = "How do I share my finished changes with the team?"
+    plain = cmd_engine.retrieve(q, cmd_engine.settings.with_(doc_decay=1.0))
+    named = cmd_engine.retrieve(q, cmd_engine.settings.with_(doc_decay=1.0, named_weight=1.0))
+    assert doc_rank_of(plain, "guide/sharing.md") == 1
+    assert doc_rank_of(named, "commands/tool-push.md") < doc_rank_of(plain, "commands/tool-push.md")
+    push = next(c for c in named.candidates if c.chunk.path == "commands/tool-push.md")
+    assert push.named_by == ("evidence:tool-push",)
+    assert all(c.named_by == () for c in named.candidates if c.chunk.path != "commands/tool-push.md")
+
+
+def test_question_names_the_identifier_heading(engine: Engine) -> None:
+    q = f"Why is {IDENT} ignored?"
+    plain = search(engine, q, retrieval_mode="sparse")
+    named = search(engine, q, retrieval_mode="sparse", named_weight=1.0)  # ranks documents by their best chunk
+    assert plain.candidates[0].chunk.path != "reference/settings.md"  # the pages repeating the name win on BM25
+    assert doc_rank_of(named, "reference/settings.md") == 1 and named.candidates[0].chunk.path == "reference/settings.md"
+    assert defining(named).named_by == (f"question:{IDENT}",)
+
+
+def test_title_and_centroid_cosines_rank_documents(engine: Engine, encoder: OnnxMiniLM) -> None:
+    q = "Which settings control the print spooler?"
+    r = search(engine, q, doc_decay=1.0, doc_title_weight=10.0, doc_centroid_weight=0.001)
+    qv = encoder.encode([q])[0]
+    by_doc = {c.chunk.path: c for c in r.candidates}
+    assert len(by_doc) >= 3
+    for c in by_doc.values():
+        assert c.doc_title_cosine == pytest.approx(float(encoder.encode([c.chunk.title])[0] @ qv), abs=1e-4)
+    # a title weight this large orders the documents by their titles' cosines
+    order = list(dict.fromkeys(c.chunk.path for c in r.candidates))
+    assert order == sorted(order, key=lambda p: -by_doc[p].doc_title_cosine)
+
+
+def test_centroid_is_the_mean_chunk_vector(engine: Engine, encoder: OnnxMiniLM) -> None:
+    q = "laptop battery"
+    r = search(engine, q, doc_decay=1.0, doc_centroid_weight=1.0)
+    idx = engine.retriever.index(COLLECTION)
+    qv = encoder.encode([q])[0]
+    for c in r.candidates:
+        rows = np.array([i for i, x in enumerate(idx.chunks) if x.path == c.chunk.path])
+        mean = idx.dense[rows].mean(axis=0)
+        assert c.doc_centroid_cosine == pytest.approx(float(mean @ qv / np.linalg.norm(mean)), abs=1e-4)
+        assert c.doc_title_cosine is None  # its weight is 0: not recorded
+
+
+def test_document_signals_are_sweepable() -> None:
+    from ragcore.eval.runner import CONFIG_KEYS
+    from ragcore.eval.sweep import SweepError, parse_sweep
+
+    assert parse_sweep("named_weight=0,0.6").values == (0.0, 0.6)
+    assert parse_sweep("doc_title_weight=0,1").values == (0.0, 1.0)
+    assert parse_sweep("named_evidence=5,10").values == (5, 10)
+    assert {"doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence"} <= set(CONFIG_KEYS)
+    with pytest.raises(SweepError):
+        parse_sweep("named_weights=1")  # a typo names no setting

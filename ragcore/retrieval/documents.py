@@ -7,15 +7,23 @@ reordered document by document; ``per_doc`` caps how many chunks of one document
 the best chunks of the documents after it, so the evidence (the first top-K) is not six chunks
 of one page. Nothing is dropped: every candidate keeps its own scores and branch ranks, and
 gains its document's score and rank.
+
+With document signals (docsignals.py) the document score becomes: its evidence score over the
+pool's best, plus title_weight × cosine(question, title) plus centroid_weight × cosine(question,
+centroid); then the documents the question or its best passages name join by reciprocal rank
+fusion, named_weight / (DOC_RRF_K + rank among the named). Each candidate records the cosines
+and the names, so the lab can show why its document moved.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..types import Candidate, ScoreKind
+from .docsignals import DocSignals
 
+DOC_RRF_K = 10  # as the chunk fusion's rrf_k: a named document near the top counts about as much as the best
 DEPTH = 3  # chunks per document that count towards its score (2 and 5 measured no better on django-docs-qa)
 
 
@@ -29,16 +37,44 @@ def document_scores(cands: Sequence[Candidate], kind: ScoreKind, decay: float) -
     }
 
 
-def rank_documents(cands: Sequence[Candidate], kind: ScoreKind, *, decay: float, per_doc: int) -> list[Candidate]:
-    """Candidates reordered by document (see the module docstring); unchanged when both are off."""
+def _ranks(scores: Mapping[str, float], first: Mapping[str, int]) -> dict[str, int]:
+    """1-based rank per path, best score first; ties: the document whose best chunk ranks first."""
+    return {p: r for r, p in enumerate(sorted(scores, key=lambda p: (-scores[p], first[p])), 1)}
+
+
+def combined_scores(evidence: Mapping[str, float], first: Mapping[str, int], sig: DocSignals) -> dict[str, float]:
+    """The document score with signals (see the module docstring)."""
+    top = max(evidence.values(), default=0.0) or 1.0
+    scores = {
+        p: v / top + sig.title_weight * max(sig.title.get(p, 0.0), 0.0)
+        + sig.centroid_weight * max(sig.centroid.get(p, 0.0), 0.0)
+        for p, v in evidence.items()
+    }
+    named = {p: v for p, v in sig.named.items() if p in scores and v > 0}
+    if sig.named_weight <= 0 or not named:
+        return scores
+    base, by_name = _ranks(scores, first), _ranks(named, first)
+    return {
+        p: 1.0 / (DOC_RRF_K + base[p]) + (sig.named_weight / (DOC_RRF_K + by_name[p]) if p in by_name else 0.0)
+        for p in scores
+    }
+
+
+def rank_documents(
+    cands: Sequence[Candidate], kind: ScoreKind, *, decay: float, per_doc: int, signals: DocSignals | None = None,
+) -> list[Candidate]:
+    """Candidates reordered by document (see the module docstring); unchanged when all are off."""
     ordered = sorted(cands, key=lambda c: c.rank)
-    if decay <= 0 and per_doc <= 0:
+    sig = signals if signals is not None and signals.active else None
+    if decay <= 0 and per_doc <= 0 and sig is None:
         return ordered
-    scores = document_scores(ordered, kind, decay)
-    first = {}
+    first: dict[str, int] = {}
     for c in ordered:
         first.setdefault(c.chunk.path, c.rank)
-    doc_rank = {p: r for r, p in enumerate(sorted(scores, key=lambda p: (-scores[p], first[p])), 1)}
+    scores = document_scores(ordered, kind, decay)
+    if sig is not None:
+        scores = combined_scores(scores, first, sig)
+    doc_rank = _ranks(scores, first)
     within: dict[str, int] = {}
     keyed = []
     for c in ordered:
@@ -48,6 +84,17 @@ def rank_documents(cands: Sequence[Candidate], kind: ScoreKind, *, decay: float,
         keyed.append(((tier, doc_rank[c.chunk.path], i), c))
     keyed.sort(key=lambda kc: kc[0])
     return [
-        dataclasses.replace(c, rank=r, doc_score=scores[c.chunk.path], doc_rank=doc_rank[c.chunk.path])
+        dataclasses.replace(c, rank=r, doc_score=scores[c.chunk.path], doc_rank=doc_rank[c.chunk.path],
+                            **_signal_fields(sig, c.chunk.path))
         for r, (_, c) in enumerate(keyed, 1)
     ]
+
+
+def _signal_fields(sig: DocSignals | None, path: str) -> dict:
+    if sig is None:
+        return {}
+    return {
+        "doc_title_cosine": sig.title.get(path) if sig.title_weight > 0 else None,
+        "doc_centroid_cosine": sig.centroid.get(path) if sig.centroid_weight > 0 else None,
+        "named_by": sig.named_by.get(path, ()) if sig.named_weight > 0 else (),
+    }

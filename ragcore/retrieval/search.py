@@ -22,6 +22,7 @@ from ..types import RetrievalResult
 
 Expansion = tuple[tuple[str, float], ...]
 from .cuts import apply_cuts
+from .docsignals import DocSignalSource, signals_enabled
 from .documents import rank_documents
 from .expansion import expanded_query, expansion_terms
 from .fields import FieldIndex
@@ -39,6 +40,7 @@ class HybridSearch:
         self._indexes: dict[str, tuple[str, SearchIndex]] = {}
         self._fields: dict[str, tuple[SearchIndex, FieldIndex]] = {}
         self._lock = threading.Lock()
+        self._doc_signals = DocSignalSource(store, encoder)
 
     # ------------------------------------------------------------------ in-process index (embedded store)
 
@@ -94,14 +96,17 @@ class HybridSearch:
     def pool(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
         """The ranked pool, nothing cut yet."""
         t0 = time.perf_counter()
-        self.encoder.encode([query])  # timed apart: the model, not the search
+        q_dense = self.encoder.encode([query])[0]  # timed apart: the model, not the search
         t1 = time.perf_counter()
         entries, terms = self._entries(collection, query, settings)
         t2 = time.perf_counter()
         kind = rank_score_kind(settings.retrieval_mode, settings.fusion)
         cands = rank_pool(entries, retrieval_mode=settings.retrieval_mode, fusion=settings.fusion,
                           rrf_k=settings.rrf_k, dense_weight=settings.dense_weight)
-        cands = rank_documents(cands, kind, decay=settings.doc_decay, per_doc=settings.per_doc)
+        signals = None
+        if signals_enabled(settings) and self.store.is_embedded:
+            signals = self._doc_signals.signals(collection, self.index(collection), query, q_dense, cands, kind, settings)
+        cands = rank_documents(cands, kind, decay=settings.doc_decay, per_doc=settings.per_doc, signals=signals)
         if settings.field_weight > 0 and self.store.is_embedded:
             fi = self.fields(collection)
             cands = [replace(c, matched_fields=fi.explain(c.chunk, query)) if c.field_score else c for c in cands]
