@@ -94,6 +94,8 @@ def test_provenance_of_every_chunk(
             # ... and every chunk line really is on a source line inside the span.
             span = [visible(raw) for raw in raw_lines[c.start_line - 1 : c.end_line]]
             for line in c.text.split("\n"):
+                # the loader's own structure is not source text: "| " table cells, "- " / "3. " list items
+                line = re.sub(r"^\s*(?:-|\d+\.) ", "", line)
                 for cell in normalize_ws(line).removeprefix("| ").split(" | "):
                     assert any(cell in s for s in span), (c.locator, line)
         else:
@@ -262,8 +264,8 @@ def test_chunk_ids_are_pinned() -> None:
         for size, overlap in SIZES:
             for c in chunk_document(load(name), chunk_size=size, chunk_overlap=overlap):
                 digest.update(f"{c.chunk_id}\n".encode())
-    assert digest.hexdigest() == "032727df714af1a0ff32716c262b191c7136ffb09b36b30baeeb7724ec6b9a03"
-    assert CHUNKER_VERSION == "2"
+    assert digest.hexdigest() == "65dd21e312ce0507ef606fa7dec4d5ed239bba427cdb467bff8edc10789c3c0f"
+    assert CHUNKER_VERSION == "3"
 
 
 # --------------------------------------------------------------------------- hard size cap

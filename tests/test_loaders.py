@@ -336,6 +336,9 @@ CHROME = [
 ]
 
 
+_LIST_MARK = re.compile(r"^\s*(?:- |\d+\. )?")
+
+
 @pytest.mark.parametrize("name", ["django-tutorial01.html", "django-geoip2.html"])
 def test_django_page_is_documentation_text_only(name: str) -> None:
     doc = load(name)
@@ -347,12 +350,14 @@ def test_django_page_is_documentation_text_only(name: str) -> None:
     anchors = {line.anchor for line in doc.lines}
     assert None not in anchors and anchors <= ids
     assert not any(a.startswith("s-") for a in anchors)  # Sphinx's "s-" twins are avoided
-    # Every line's text is really on the source line it claims (tags stripped, entities decoded).
+    # Every line's text is really on the source line it claims (tags stripped, entities decoded;
+    # a list item's marker and indent are the loader's, see test_html_lists_are_markdown_lists).
     raw_lines = raw.split("\n")
     for line in doc.lines:
         if line.text:
             source = " ".join(html.unescape(re.sub(r"<[^>]*>", "", raw_lines[line.no - 1])).split())
-            for cell in " ".join(line.text.split()).removeprefix("| ").split(" | "):
+            text = _LIST_MARK.sub("", line.text)
+            for cell in " ".join(text.split()).removeprefix("| ").split(" | "):
                 assert cell in source, (line.no, line.text)
 
 
@@ -402,11 +407,9 @@ def test_tricky_html() -> None:
         (15, "Second paragraph, unclosed, with inline"),
         (16, "code spanning lines."),
         (17, ""),
-        (18, "one"),
-        (19, ""),
-        (19, "two bolditalic"),
-        (20, ""),
-        (20, "three after break"),
+        (18, "- one"),  # a list is one block: items as Markdown list lines, no breaks between
+        (19, "- two bolditalic"),
+        (20, "- three after break"),
         (21, ""),
         (22, "Code"),
         (22, ""),
@@ -427,6 +430,56 @@ def test_tricky_html() -> None:
     assert doc.lines[0].section == ("Tricky page",) and doc.lines[0].anchor == "top-title"
     code = by_text(doc, "def f(x):")
     assert code.section == ("Tricky page", "Code") and code.anchor == "code"
+
+
+def test_html_lists_are_markdown_lists() -> None:
+    """<ul>/<ol> come out as a Markdown list block right after the sentence that introduces it:
+    markers, continuation indents, nesting, numbering; line numbers stay the source's."""
+    page = (
+        "<p>The view does the following:</p>\n"  # 1
+        "<ul class='simple'>\n"
+        "<li><p>If the user is not logged in, redirect\n"  # 3
+        "to the login page.</p></li>\n"  # 4
+        "<li>Otherwise run the view:<pre>view(request)\n"  # 5
+        "\n"
+        "  return response</pre>\n"  # 7
+        "<ol start='3'><li>third</li><li value='7'>seventh<li>eighth</ol></li>\n"  # 8
+        "</ul>\n"
+        "<p>After the list.</p>\n"  # 10
+        "<nav><ul><li>Home</li></ul></nav><li>stray item</li>\n"  # 11
+    )
+    lines, _ = extract_html(page)
+    assert [(line.no, line.text) for line in lines] == [
+        (1, "The view does the following:"),
+        (1, ""),
+        (3, "- If the user is not logged in, redirect"),
+        (4, "  to the login page."),
+        (5, "- Otherwise run the view:"),
+        (5, "  view(request)"),  # a blank line inside <pre> in a list does not end the list
+        (7, "    return response"),
+        (8, "  3. third"),
+        (8, "  7. seventh"),
+        (8, "  8. eighth"),
+        (9, ""),
+        (10, "After the list."),
+        (10, ""),
+        (11, "- stray item"),
+    ]
+
+
+def test_html_list_is_one_chunk_block_with_its_intro() -> None:
+    """The chunker and the composer see the intro and its list together, and the chunk's text
+    is still what its lines say (the provenance property)."""
+    from ragcore.ingest.chunking import chunk_document, chunk_matches_source
+    from ragcore.synthesis.compose_units import units_of
+
+    page = "<h1>Auth</h1>\n<p>login_required() does the following:</p>\n<ul>\n<li>If the user isn't logged in,\nredirect.</li>\n<li>Else run the view.</li>\n</ul>\n"
+    doc = load_bytes(page.encode(), "auth.html")
+    chunks = chunk_document(doc, chunk_size=200, chunk_overlap=20)
+    assert all(chunk_matches_source(doc, c) for c in chunks)
+    unit = next(u for c in chunks for u in units_of(c) if u.sentence.startswith("login_required()"))
+    assert unit.block is not None and unit.block.kind == "list"
+    assert unit.block.text == "- If the user isn't logged in,\n  redirect.\n- Else run the view."
 
 
 def test_html_main_container_wins() -> None:

@@ -141,3 +141,32 @@ def test_exports_markdown_html_json():
     page = export_html(nb)
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<b>is</b>" not in page
     assert 'href="#c-' in page and "evil.md:1-1" in page
+
+
+def test_recorder_keeps_the_cited_lines_and_they_survive_a_reload(tmp_path):
+    text = "line one\nline two\nline three\nline four"
+    md = chunk("a.md", 10, 13, text)
+    html_chunk = Chunk(chunk_id="h", text="- item one\n  more\n- item two", path="p.html", doc_hash="h", kind="html",
+                       start_line=40, end_line=60)
+    a = answer("Two [1]. Item [2].", [md, html_chunk])
+    cits = list(a.citations)
+    narrowed = Citation(**{**cits[0].__dict__, "start_line": 11, "end_line": 12})  # the checker narrowed [1]
+    whole = Citation(n=2, chunk_id="h", path="p.html", start_line=40, end_line=60, section=(), page=None, anchor=None,
+                     url="?path=p.html&lines=40-60", retrieval_score=0.4, score_kind="rrf", support=0.8)
+    a = Answer(**{**a.__dict__, "citations": (narrowed, whole)})
+    r = RunRecorder("Q?", context_mode="corpus", collection="guide", config={})
+    r.feed(ev("done", 1, status="ok", answer=a))
+    run = r.finish()
+    # [1]: only the cited lines of the chunk; [2] (HTML, lines are not 1:1): the whole chunk
+    assert run.passages == {"1": "line two\nline three", "2": "- item one\n  more\n- item two"}
+    assert run.answer == a.to_dict()  # the Answer contract itself is unchanged
+    store = NotebookStore(tmp_path)
+    store.upsert_cell("guide", Cell(question="Q?", runs=[run]))
+    back = store.load("guide").cells[0].current
+    assert back.passages == run.passages and back.passage(1) == "line two\nline three"
+    md_out = export_markdown(store.load("guide"))
+    assert "```text\nline two\nline three\n```" in md_out
+    # a stopped run has no citations, hence no passages, and says so with an empty record
+    r = RunRecorder("Q?", context_mode="corpus", collection="guide", config={})
+    r.feed(ev("token", 1, text="Half"))
+    assert r.finish(cancelled=True).passages == {}

@@ -11,7 +11,11 @@ that opens a span belonging to the piece before, as the citation checker reads i
 (b) no quoted prose sentence stops mid-way: it ends with . ! ? or : (a closing bracket or
     quote may follow), and one ending with a colon is followed by the block it introduces;
 (c) no Markdown table row is run into a prose line;
-(d) code fences and inline code spans are balanced.
+(d) code fences and inline code spans are balanced;
+(e) a quoted list (Markdown, or HTML ``<ul>``/``<ol>`` as the loader writes it) is the source's
+    lines, markers removed, and follows the sentence that introduces it: on the Django pages a
+    set of questions whose answers are lists ("login_required() does the following:") must be
+    answered that way, not with the intro alone or a fragment.
 """
 
 from __future__ import annotations
@@ -56,6 +60,16 @@ DJANGO_QUESTIONS = [
     "How do I configure the cache backend?",
     "How do I reference the User model?",
     "How can I use settings without setting DJANGO_SETTINGS_MODULE?",
+]
+# questions whose answer on these pages is a sentence that introduces an HTML list, and the list
+DJANGO_LIST_QUESTIONS = [
+    "What does login_required do?",
+    "How do I use Memcached with Django?",
+    "What are the primary attributes of the default user?",
+    "How does the Django admin site use permissions?",
+    "How does Django compile settings?",
+    "Which forms are compatible with any subclass of AbstractBaseUser?",
+    "Which headers does UpdateCacheMiddleware set?",
 ]
 GUIDE_EXTRA = [
     "How do I ingest documents?",
@@ -157,6 +171,7 @@ class Tally:
     pieces: int = 0
     failures: list[str] = field(default_factory=list)
     narrowing: list[str] = field(default_factory=list)  # HTML citations narrowed to the wrong lines
+    lists: int = 0  # quoted list blocks
 
 
 @dataclass(frozen=True)
@@ -181,6 +196,29 @@ def pieces(answer: str) -> list[Piece]:
             out.append([body.strip() if sp.block != "code" else body, sp.block, markers_in(raw)])
     follows = [k is not None or bool(_ITEM.match(b)) for b, k, _ in out]  # a block or a list item
     return [Piece(b, k, tuple(ns), i + 1 < len(out) and follows[i + 1]) for i, (b, k, ns) in enumerate(out)]
+
+
+_LIST_LINE = re.compile(r"^(?:[ \t]*(?:[-*+•]|\d+[.)])[ \t]+.*|[ \t]+\S.*)$")
+_MARK_AFTER = re.compile(r" " + MARKER_RE.pattern)
+
+
+@dataclass(frozen=True)
+class QuotedList:
+    intro: str  # the paragraph's last line right before the list, markers removed ("" if none)
+    text: str  # the list's lines, markers removed
+    cites: tuple[int, ...]  # the numbers its items cite
+
+
+def quoted_lists(answer: str) -> list[QuotedList]:
+    """Each list block the answer quotes (a paragraph of list lines)."""
+    out = []
+    paras = answer.split("\n\n")
+    for i, par in enumerate(paras):
+        lines = par.split("\n")
+        if _ITEM.match(lines[0]) and all(_LIST_LINE.match(ln) for ln in lines):
+            intro = paras[i - 1].split("\n")[-1] if i else ""
+            out.append(QuotedList(_MARK_AFTER.sub("", intro), _MARK_AFTER.sub("", par), tuple(markers_in(par))))
+    return out
 
 
 def fold(text: str) -> str:
@@ -227,6 +265,19 @@ def shape_problems(a: Answer) -> list[str]:
     return out
 
 
+def check_lists(root: Path, a: Answer, tally: Tally, cache: dict) -> None:
+    """(e) every quoted list is its cited lines, and an intro ending with a colon brought it."""
+    by_n = {c.n: c for c in a.citations}
+    for ql in quoted_lists(a.answer):
+        tally.lists += 1
+        if not ql.cites:
+            tally.failures.append(f"{a.question!r}: uncited list {ql.text[:80]!r}")
+        for n in ql.cites:
+            c = by_n[n]
+            if ql.text not in source_lines(root, c.path, c.start_line, c.end_line, cache):
+                tally.failures.append(f"{a.question!r} [{n}] {c.path}:{c.start_line}-{c.end_line}: list not in the cited lines: {ql.text[:120]!r}")
+
+
 def check_answers(root: Path, answers: list[Answer], tally: Tally) -> None:
     cache: dict = {}
     for a in answers:
@@ -236,6 +287,7 @@ def check_answers(root: Path, answers: list[Answer], tally: Tally) -> None:
         by_n = {c.n: c for c in a.citations}
         tally.citations += len(by_n)
         tally.failures.extend(f"{a.question!r}: {p}" for p in shape_problems(a))
+        check_lists(root, a, tally, cache)
         for piece in pieces(a.answer):
             tally.pieces += 1
             if not piece.cites:
@@ -255,7 +307,7 @@ def check_answers(root: Path, answers: list[Answer], tally: Tally) -> None:
 
 
 def report(name: str, tally: Tally) -> None:
-    print(f"\n{name}: {tally.answers} answers, {tally.citations} citations, {tally.pieces} quoted pieces, "
+    print(f"\n{name}: {tally.answers} answers, {tally.citations} citations, {tally.pieces} quoted pieces, {tally.lists} lists, "
           f"{len(tally.failures)} failures, {len(tally.narrowing)} HTML citations narrowed to the wrong lines")
     for f in [*tally.failures, *tally.narrowing]:
         print("  ", f)
@@ -313,14 +365,21 @@ def test_django_html_answers_are_verbatim(tmp_path_factory: pytest.TempPathFacto
     try:
         engine.ingest([root], "dj")
         answers = [engine.ask(q, collection="dj") for q in DJANGO_QUESTIONS]
+        list_answers = [engine.ask(q, collection="dj") for q in DJANGO_LIST_QUESTIONS]
     finally:
         engine.close()
     tally = Tally()
-    check_answers(root, answers, tally)
+    check_answers(root, answers + list_answers, tally)
     report("Django (HTML)", tally)
     assert tally.answers >= 8
     custom = answers[0].answer
     assert "AUTH_USER_MODEL" in custom, custom
+    # HTML lists come with the sentence that introduces them, on most of the list questions
+    with_intro = [a for a in list_answers if any(ql.intro.endswith(":") for ql in quoted_lists(a.answer))]
+    assert len(with_intro) >= 5, [a.answer[:200] for a in list_answers]
+    login = next(a for a in list_answers if "login_required" in a.question)
+    assert [ql.intro for ql in quoted_lists(login.answer)][:1] == ["login_required() does the following:"], login.answer
+    assert "- If the user isn’t logged in, redirect to\n  settings.LOGIN_URL" in login.answer, login.answer
     assert not tally.failures
     # an HTML citation is never narrowed by text-line index (locate.py): its lines always hold the quote
     assert not tally.narrowing, tally.narrowing

@@ -10,6 +10,12 @@ What comes out:
 - one SourceLine per source line that carries visible text (inline elements on one line join;
   whitespace collapses, except inside ``<pre>`` where each line keeps its indentation);
 - an empty SourceLine at block boundaries, so the chunker can see paragraph breaks;
+- lists as Markdown lists: an item's first line starts with ``- `` (``<ul>``) or ``3. ``
+  (``<ol>``, counting from its ``start``), its further lines are indented to the item's text,
+  a nested list one level deeper, and no paragraph break inside a list. So a sentence that
+  introduces a list ("login_required() does the following:") is followed by one block, as in
+  Markdown, and the composer quotes the two together. The markers are the only text added:
+  every line still stands for its source line;
 - ``section`` = the h1..h6 path, ``anchor`` = the id of the innermost enclosing section;
 - only the main content when the page marks one (``<main>``, ``[role=main]``, ``div.body``,
   Django's ``#docs-content`` / ``#yui-main``), and never page chrome (navigation, sidebars,
@@ -101,6 +107,7 @@ _P_SCOPE = frozenset(
     {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "button"}
 )
 _TABLE_SCOPE = frozenset({"html", "table", "template"})
+_LISTS = frozenset({"ul", "ol", "menu", "dir"})
 _P = frozenset({"p"})
 # A <title> in the body or in an <svg> does not name the page.
 _NO_TITLE = frozenset({"body", "svg"})
@@ -129,7 +136,7 @@ _IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 class _Open:
     """An open element on the tag stack, with what closing it has to undo."""
 
-    __slots__ = ("tag", "skip", "main", "block", "section", "anchor", "heading", "hid")
+    __slots__ = ("tag", "skip", "main", "block", "section", "anchor", "heading", "hid", "list", "item")
 
     def __init__(self, tag: str) -> None:
         self.tag = tag
@@ -140,6 +147,19 @@ class _Open:
         self.anchor: str | None = None  # the section container's id
         self.heading = 0  # 1..6 for h1..h6
         self.hid: str | None = None  # the heading's own id
+        self.list = False  # a <ul>/<ol>: its items are written as a Markdown list
+        self.item = False  # an <li>
+
+
+class _List:
+    """An open list: how its items are marked and where their markers stand."""
+
+    __slots__ = ("ordered", "next", "indent")
+
+    def __init__(self, ordered: bool, start: int, indent: str) -> None:
+        self.ordered = ordered
+        self.next = start  # the number of the next item of an ordered list
+        self.indent = indent  # the enclosing item's text indent: nested lists go one level deeper
 
 
 class _Heading:
@@ -184,6 +204,11 @@ class _Extractor(HTMLParser):
         self.pending_sep = False
         self.title_parts: list[str] | None = None
         self.title: str | None = None
+        # Lists: the open lists, the text indent of each open item (innermost last), and the
+        # marker ("- ", "2. ") the next line of text starts with.
+        self.lists: list[_List] = []
+        self.items: list[str] = []
+        self.marker: str | None = None
 
     # ------------------------------------------------------------------ lines
 
@@ -194,13 +219,23 @@ class _Extractor(HTMLParser):
         text = "".join(self.parts)
         text = text.rstrip() if self.line_pre else " ".join(text.split())
         if text:
+            text = self._list_prefix() + text
             self.records.append([self.line_no, text, self.section, self.anchor, self.main > 0])
         elif self.line_pre:
             self._empty(self.line_no)  # a blank line inside <pre> is a paragraph break too
         self.line_no = 0
         self.parts = []
 
+    def _list_prefix(self) -> str:
+        """An item's first line starts with its marker, its further lines with its indent."""
+        if self.marker is not None:
+            marker, self.marker = self.marker, None
+            return marker
+        return self.items[-1] if self.items else ""
+
     def _empty(self, no: int) -> None:
+        if self.lists or self.items:
+            return  # a list is one block: no paragraph break between or inside its items
         if self.records and self.records[-1][1]:
             self.records.append([no, "", self.section, self.anchor, self.main > 0])
 
@@ -331,6 +366,24 @@ class _Extractor(HTMLParser):
             self.pending_sep = False
         elif tag in ("td", "th") and self.row_has_text:
             self.pending_sep = True
+        elif tag in _LISTS:
+            node.list = True
+            self.lists.append(_List(tag == "ol", _int(a.get("start"), 1), self.items[-1] if self.items else ""))
+        elif tag == "li":
+            node.item = True
+            self._open_item(_int(a.get("value"), None))
+
+    def _open_item(self, value: int | None) -> None:
+        lst = self.lists[-1] if self.lists else None  # a stray <li> is a one-item list
+        if lst is not None and lst.ordered:
+            number = value if value is not None else lst.next
+            lst.next = number + 1
+            marker = f"{number}. "
+        else:
+            marker = "- "
+        indent = lst.indent if lst is not None else (self.items[-1] if self.items else "")
+        self.marker = indent + marker
+        self.items.append(indent + " " * len(marker))
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _VOID or not self.open_tags.get(tag):
@@ -372,6 +425,10 @@ class _Extractor(HTMLParser):
         if node.heading:
             self._flush()
             self._close_heading(node)
+        if node.item or node.list:
+            # before the break below: closing the outermost list ends the list's block
+            self._flush()
+            self._close_list_part(node)
         if node.block:
             self._break()
         if node.tag == "pre":
@@ -387,6 +444,13 @@ class _Extractor(HTMLParser):
             # Headings of a closed section no longer frame the text that follows.
             self.headings = [h for h in self.headings if h.depth < depth]
             self._refresh()
+
+    def _close_list_part(self, node: _Open) -> None:
+        if node.item:
+            self.items.pop()
+            self.marker = None  # an item without text leaves no marker behind
+        else:
+            self.lists.pop()
 
     def _close_heading(self, node: _Open) -> None:
         self.heading_open = None
@@ -478,6 +542,14 @@ def _is_chrome(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
         if not _PERMALINK_CLASSES.isdisjoint((_attr(attrs, "class") or "").split()):
             return True
     return False
+
+
+def _int(value: str | None, default: int | None) -> int | None:
+    """An ``<ol start>`` / ``<li value>`` number; anything else is the default."""
+    try:
+        return int(value) if value is not None and len(value) < 10 else default
+    except ValueError:
+        return default
 
 
 def _attr(attrs: list[tuple[str, str | None]], name: str) -> str | None:

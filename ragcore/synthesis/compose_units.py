@@ -5,8 +5,9 @@ A chunk's text is read as the document's structure, not as a bag of sentences:
 
 * prose sentences (``textutil.sentence_spans``); a heading is never quoted;
 * blocks: fenced code, Markdown tables and reST literal blocks (kept whole by ``sentence_spans``),
-  Markdown lists (bullet lines and their indented continuations), and for HTML, runs of
-  paragraphs that read as code (what ``<pre>`` leaves: lines that are not prose);
+  Markdown lists (bullet lines and their indented continuations; the HTML loader writes
+  ``<ul>``/``<ol>`` that way too), and for HTML, runs of paragraphs that read as code (what
+  ``<pre>`` leaves: lines that are not prose);
 * a sentence that *introduces* a block (it ends with a colon, or says "the following" / "as
   follows") is only quotable together with the block right after it; without one (the chunk
   ends first, or what follows is prose) the sentence is not quotable at all;
@@ -173,6 +174,8 @@ def _looks_like_code(par: str, section: tuple[str, ...]) -> bool:
     lines = [ln for ln in par.split("\n") if ln.strip()]
     if not lines or normalize_ws(par).rstrip(".:") in section:
         return False
+    if any(_BULLET.match(ln) for ln in lines) and all(_BULLET.match(ln) or ln[:1].isspace() for ln in lines):
+        return False  # a list as the HTML loader writes it (items' further lines are indented)
     if " | " in par and not any(_CODE_HINT.search(ln) for ln in lines):
         return False  # a table row
     hinted = sum(bool(_CODE_HINT.search(ln)) for ln in lines)

@@ -1,4 +1,11 @@
-"""Notebook exports: JSON (the complete Answer contract), Markdown and a self-contained HTML page."""
+"""Notebook exports: JSON (the complete Answer contract), Markdown and a self-contained HTML page.
+
+Each citation is followed by its passage (the lines [n] points to, as recorded with the run), so a
+reader of the export can check every claim without the app. A passage is document text, i.e.
+data: in Markdown it sits in a code fence longer than any backtick run in it, in HTML it is
+escaped inside ``<pre>``; it is never rendered as markup. It is printed whole (a reader must see
+all that was cited); a citation narrowed to some lines of its chunk shows only those lines.
+"""
 
 from __future__ import annotations
 
@@ -28,14 +35,46 @@ def export_json(nb: Notebook) -> str:
         cells.append({
             "id": c.id, "question": c.question, "context_mode": c.context_mode, "selection": c.selection,
             "outcome": run.outcome, "ran_at": run.ran_at, "answer": run.answer,
+            "passages": {str(cit["n"]): run.passage(int(cit["n"])) for cit in run.citations},
         })
     doc = {"format": FORMAT, "collection": nb.collection, "exported_at": utc_now(), "cells": cells}
     return json.dumps(to_jsonable(doc), ensure_ascii=False, indent=2)
 
 
+# "[x](javascript:…)", "[x](&lt;javascript:…>)" and a reference definition "[x]: javascript:…"
+_SCRIPT_LINK = re.compile(r"\[(?=[^\]\n]*\](?:\(\s*(?:&lt;)?\s*|:\s*)(?:javascript|vbscript|data):)", re.I)
+
+
 def _md_neutral(text: str) -> str:
-    """Document text in a Markdown export: raw HTML is shown, never rendered."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Document text in a Markdown export: raw HTML is shown, never rendered; a link that would
+    run script (``[x](javascript:…)``, quoted from a document) is shown as text."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SCRIPT_LINK.sub(r"\\[", text)
+
+
+NOT_RECORDED = "The cited passage was not recorded in this notebook."
+
+
+def _md_fence(text: str) -> str:
+    """A fence no line of ``text`` can close: longer than its longest run of backticks."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _md_passage(run: Run, n: int) -> list[str]:
+    """The passage of citation [n] as Markdown lines: a fenced block, verbatim."""
+    text = run.passage(n)
+    if text is None:
+        return ["", f"  *{NOT_RECORDED}*", ""]
+    fence = _md_fence(text)
+    return ["", f"{fence}text", *text.split("\n"), fence, ""]
+
+
+def _html_passage(run: Run, n: int) -> str:
+    text = run.passage(n)
+    if text is None:
+        return f'<p class="stamp"><em>{html.escape(NOT_RECORDED)}</em></p>'
+    return f'<pre class="passage">{html.escape(text, quote=True)}</pre>'
 
 
 def _stamp_line(run: Run) -> str:
@@ -67,7 +106,7 @@ def export_markdown(nb: Notebook) -> str:
                     f"- [{cit['n']}] `{loc}`" + (f" — {_md_neutral(section)}" if section else "")
                     + f" ({score_s}support {cit.get('support', 0):.2f}, {cit.get('origin', 'corpus')})"
                 )
-            lines.append("")
+                lines += _md_passage(run, int(cit["n"]))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -78,6 +117,7 @@ h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-top:1px solid #d
 .badge{display:inline-block;border-radius:9px;padding:0 .5rem;font-size:.8rem;background:#ddf4ff;margin-right:.3rem}
 .badge.warn{background:#fff8c5}.badge.error{background:#ffebe9}.badge.ok{background:#dafbe1}
 code{font-size:.85rem}sup a{text-decoration:none}ol.cites{font-size:.9rem}
+pre.passage{background:#f6f8fa;border-left:3px solid #d0d7de;padding:.5rem .8rem;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.82rem}
 """
 
 
@@ -123,7 +163,8 @@ def export_html(nb: Notebook) -> str:
                 out.append(
                     f'<li id="c-{e(c.id)}-{int(cit["n"])}" value="{int(cit["n"])}"><code>{e(_locator(cit))}</code>'
                     + (f" — {e(section)}" if section else "")
-                    + f' <span class="stamp">({e(str(cit.get("origin", "corpus")))}, support {float(cit.get("support", 0)):.2f})</span></li>'
+                    + f' <span class="stamp">({e(str(cit.get("origin", "corpus")))}, support {float(cit.get("support", 0)):.2f})</span>'
+                    + _html_passage(run, int(cit["n"])) + "</li>"
                 )
             out.append("</ol>")
         out.append("</section>")

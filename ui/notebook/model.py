@@ -4,6 +4,10 @@ A notebook is the list of questions asked about one collection. Each :class:`Cel
 question, its context mode (and selection), and its runs: every run stores the complete
 Answer contract (``Answer.to_dict()``) plus how the run ended, so a cell can be re-run and
 compared with its previous run, and a saved notebook reproduces what the analyst saw.
+
+A run also keeps each citation's *passage*: the lines of the cited chunk that [n] points to,
+as the evidence said them when the answer was given. Exports print them under each citation,
+so a reader can check every claim without the app (or the corpus, which may have changed).
 """
 
 from __future__ import annotations
@@ -36,6 +40,35 @@ def locator(d: Mapping[str, Any]) -> str:
     return format_locator(str(d.get("path")), d.get("start_line"), d.get("end_line"), d.get("page"))  # type: ignore[arg-type]
 
 
+def cited_passages(answer: Mapping[str, Any]) -> dict[str, str]:
+    """``{"n": text}``: for each citation, the lines of its evidence chunk that it cites.
+
+    A citation narrowed to some of its chunk's lines gets those lines; when the chunk's text
+    lines are not its source lines one for one (HTML), the whole chunk, as the citation itself
+    keeps the chunk's whole range (``ragcore/citations/locate.py``). A citation whose evidence
+    was not kept gets no entry.
+    """
+    chunks = {e.get("n"): e.get("chunk") or {} for e in answer.get("evidence") or []}
+    out: dict[str, str] = {}
+    for cit in answer.get("citations") or []:
+        chunk = chunks.get(cit.get("n"))
+        if chunk and isinstance(chunk.get("text"), str) and chunk.get("chunk_id") in (None, cit.get("chunk_id")):
+            out[str(cit["n"])] = _cited_lines(cit, chunk)
+    return out
+
+
+def _cited_lines(cit: Mapping[str, Any], chunk: Mapping[str, Any]) -> str:
+    text: str = chunk["text"]
+    lines = text.split("\n")
+    first, last = chunk.get("start_line"), chunk.get("end_line")
+    start, end = cit.get("start_line"), cit.get("end_line")
+    if not all(isinstance(v, int) for v in (first, last, start, end)):
+        return text
+    if len(lines) == last - first + 1 and first <= start <= end <= last:
+        return "\n".join(lines[start - first : end - first + 1])
+    return text
+
+
 @dataclass
 class Run:
     """One answer to a cell's question."""
@@ -43,6 +76,15 @@ class Run:
     answer: dict[str, Any]  # the Answer contract, Answer.to_dict()
     outcome: Outcome  # the answer's status, or "cancelled" when the analyst stopped it
     ran_at: str = field(default_factory=utc_now)
+    # {"n": cited lines} recorded with the run; None in notebooks saved before passages were kept
+    passages: dict[str, str] | None = None
+
+    def passage(self, n: int) -> str | None:
+        """The text citation [n] points to: as recorded, else read from the run's own stored
+        evidence (older notebooks); None when neither has it."""
+        if self.passages is not None and str(n) in self.passages:
+            return self.passages[str(n)]
+        return cited_passages(self.answer).get(str(n))
 
     @property
     def text(self) -> str:
@@ -61,12 +103,16 @@ class Run:
         return dict(self.answer.get("metadata") or {})
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "ran_at": self.ran_at, "answer": self.answer}
+        out = {"outcome": self.outcome, "ran_at": self.ran_at, "answer": self.answer}
+        return out if self.passages is None else {**out, "passages": self.passages}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Run":
         answer = dict(d.get("answer") or {})
-        return cls(answer=answer, outcome=d.get("outcome") or answer.get("status") or "error", ran_at=d.get("ran_at") or "")
+        stored = d.get("passages")
+        passages = {str(k): v for k, v in stored.items() if isinstance(v, str)} if isinstance(stored, Mapping) else None
+        return cls(answer=answer, outcome=d.get("outcome") or answer.get("status") or "error", ran_at=d.get("ran_at") or "",
+                   passages=passages)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from ragcore.types import Answer, Event, Validation
 
-from .model import Run
+from .model import Run, cited_passages
 
 
 class RunRecorder:
@@ -66,7 +66,10 @@ class RunRecorder:
     def finish(self, *, cancelled: bool = False) -> Run:
         if self.answer is not None:
             outcome = "cancelled" if self.done_status == "cancelled" else self.answer.status
-            return Run(answer=self.answer.to_dict(), outcome=outcome)  # type: ignore[arg-type]
+            answer = self.answer.to_dict()
+            # the cited lines are kept apart from the evidence: an export shows them even if
+            # a later notebook format stops storing whole chunks
+            return Run(answer=answer, outcome=outcome, passages=cited_passages(answer))  # type: ignore[arg-type]
         self._latency["total"] = (time.perf_counter() - self._t0) * 1e3
         text = "".join(self.parts)
         if cancelled:
@@ -83,4 +86,4 @@ class RunRecorder:
             question=self.question, answer=text, status="partial" if cancelled else "error", evidence=self.evidence,
             candidates=self.candidates, validation=Validation(), metadata=meta, error_message=message,
         )
-        return Run(answer=ans.to_dict(), outcome="cancelled" if cancelled else "error")
+        return Run(answer=ans.to_dict(), outcome="cancelled" if cancelled else "error", passages={})
