@@ -39,7 +39,7 @@ ss.setdefault("lab_candidates", int(base.candidates))
 ss.setdefault("lab_dedupe", bool(base.dedupe))
 ss.setdefault("lab_queries", 0)
 # the retrieval signals (ragcore/config.py): fielded BM25, documents then passages, expansion
-SIGNALS = ("field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight")
+SIGNALS = ("field_weight", "doc_decay", "per_doc", "named_weight", "doc_title_weight", "prf_terms", "prf_docs", "prf_weight")
 for _f in SIGNALS:
     ss.setdefault(f"lab_{_f}", getattr(base, _f))
 # the lab's own retrieval controls: they start from the notebook's and never change them, except
@@ -64,6 +64,8 @@ def signals_summary() -> str:
     on = [f"field weight {float(ss['lab_field_weight']):g}" if ss["lab_field_weight"] > 0 else "",
           f"document decay {float(ss['lab_doc_decay']):g}" if ss["lab_doc_decay"] > 0 else "",
           f"{int(ss['lab_per_doc'])} per document" if ss["lab_per_doc"] > 0 else "",
+          f"named pages {float(ss['lab_named_weight']):g}" if ss["lab_named_weight"] > 0 else "",
+          f"title {float(ss['lab_doc_title_weight']):g}" if ss["lab_doc_title_weight"] > 0 else "",
           f"{int(ss['lab_prf_terms'])} expansion terms" if ss["lab_prf_terms"] > 0 else ""]
     return ", ".join(x for x in on if x) or "off"
 
@@ -100,6 +102,11 @@ def signal_controls() -> None:
     state.bound(st.slider, "Document decay", "lab_doc_decay", key="lab_dd_w", min_value=0.0, max_value=1.0, step=0.1,
                 help="Rank documents, then passages: a document scores its best chunk + decay × its second + decay² × "
                      "its third (0: off).")
+    state.bound(st.slider, "Named pages", "lab_named_weight", key="lab_nw_w", min_value=0.0, max_value=2.0, step=0.1,
+                help="Documents the question or its best passages name (a command page such as git-clone, an "
+                     "identifier heading such as AUTH_USER_MODEL) move up in the document ranking (0: off).")
+    state.bound(st.slider, "Title cosine", "lab_doc_title_weight", key="lab_tw_w", min_value=0.0, max_value=2.0, step=0.1,
+                help="Adds cosine(question, document title) to the document score (0: off).")
     state.bound(st.number_input, "Chunks per document first (0 = off)", "lab_per_doc", key="lab_pd_w", min_value=0,
                 max_value=20, step=1, help="At most this many chunks of one document before the other documents' best.")
     state.bound(st.number_input, "Expansion terms (0 = off)", "lab_prf_terms", key="lab_prf_terms_w", min_value=0,
@@ -136,10 +143,11 @@ ls = state.settings().with_(
     fusion=ss["lab_fusion"], rrf_k=int(ss["lab_rrf_k"]), dense_weight=float(ss["lab_dense_weight"]),
     candidates=int(ss["lab_candidates"]), dedupe=bool(ss["lab_dedupe"]),
     field_weight=float(ss["lab_field_weight"]), doc_decay=float(ss["lab_doc_decay"]), per_doc=int(ss["lab_per_doc"]),
+    named_weight=float(ss["lab_named_weight"]), doc_title_weight=float(ss["lab_doc_title_weight"]),
     prf_terms=int(ss["lab_prf_terms"]), prf_docs=int(ss["lab_prf_docs"]), prf_weight=float(ss["lab_prf_weight"]),
 )
 FIELDS_ON = ls.field_weight > 0
-DOCS_ON = ls.doc_decay > 0 or ls.per_doc > 0
+DOCS_ON = ls.doc_decay > 0 or ls.per_doc > 0 or ls.named_weight > 0 or ls.doc_title_weight > 0 or ls.doc_centroid_weight > 0
 
 
 def query_key(s, q: str) -> tuple:
@@ -247,6 +255,10 @@ def signals_line(c: Candidate) -> str:
         parts.append(f"field part of BM25 {fmt_score(c.field_score, 2)}; matched fields: {fields_text(c.matched_fields)}")
     if DOCS_ON:
         parts.append(f"document rank {c.doc_rank or '–'} (score {fmt_score(c.doc_score, 4)})")
+        if c.named_by:
+            parts.append(f"its document is named by {', '.join(c.named_by)}")
+        if c.doc_title_cosine is not None:
+            parts.append(f"title cosine {fmt_score(c.doc_title_cosine)}")
     return " · ".join(parts)
 
 

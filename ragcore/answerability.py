@@ -7,7 +7,7 @@ For the corpus the score weighs three signals of the question against the corpus
 * **topic** (0.4): the cosine of the corpus's closest section heading (``topics.py``): does the
   corpus have a section *about* this?
 * **lexical** (0.2): the share of the question's content words found in the top-ranked chunk
-  (text and heading path). MiniLM reads identifiers such as ``AUTH_USER_MODEL`` poorly; the
+  (text and heading path; ranked as a passage, before documents are ranked). MiniLM reads identifiers such as ``AUTH_USER_MODEL`` poorly; the
   words themselves do not lie.
 
 On django-docs-qa the two cosines averaged separate answerable from unanswerable questions
@@ -80,7 +80,9 @@ def lexical_coverage(question: str, candidates: Sequence[Candidate]) -> float | 
     ranked = [c for c in candidates if c.origin == "corpus"]
     if not terms or not ranked:
         return None
-    top = min(ranked, key=lambda c: c.rank)
+    # the chunk the passages' own ranking puts first: ranking documents (documents.py) reorders the
+    # evidence, but whether the corpus answers must not depend on how its pages are ordered
+    top = min(ranked, key=lambda c: c.chunk_rank if c.chunk_rank is not None else c.rank)
     return len(terms & content_terms(f"{top.chunk.text} {' '.join(top.chunk.section)}")) / len(terms)
 
 

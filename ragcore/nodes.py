@@ -27,7 +27,8 @@ PROVENANCE_KEYS = (
 # scores and ranks a retrieved node carries (None where a branch did not rank it)
 SCORE_KEYS = (
     "cosine", "bm25", "fused", "score_kind", "dense_rank", "sparse_rank", "fused_rank", "rank", "origin",
-    "field_score", "matched_fields", "doc_score", "doc_rank",
+    "field_score", "matched_fields", "doc_score", "doc_rank", "chunk_rank",
+    "doc_title_cosine", "doc_centroid_cosine", "named_by",
 )
 CITATION_KEY = "citation_n"
 RAGCORE_KEYS = (*PROVENANCE_KEYS, *SCORE_KEYS, CITATION_KEY, "citation", "doc_chunks", "fp", "context")
@@ -80,7 +81,8 @@ def candidate_to_node(c: Candidate, score_kind: ScoreKind = "cosine") -> NodeWit
     }
     if c.doc_rank is not None or c.field_score is not None:  # the retrieval signals that were on
         extra.update(field_score=c.field_score, matched_fields=list(c.matched_fields), doc_score=c.doc_score,
-                     doc_rank=c.doc_rank)
+                     doc_rank=c.doc_rank, chunk_rank=c.chunk_rank, doc_title_cosine=c.doc_title_cosine,
+                     doc_centroid_cosine=c.doc_centroid_cosine, named_by=list(c.named_by))
     return NodeWithScore(node=chunk_to_node(c.chunk, extra), score=c.score_for(score_kind))
 
 
@@ -95,4 +97,8 @@ def node_to_candidate(nws: NodeWithScore, rank: int | None = None) -> Candidate:
         sparse_score=m.get("bm25"), fused_score=m.get("fused"),
         dense_rank=m.get("dense_rank"), sparse_rank=m.get("sparse_rank"), fused_rank=m.get("fused_rank"),
         rank=int(m["rank"]) if ours else (rank or 0), origin=m.get("origin", "corpus"),
+        field_score=m.get("field_score"), matched_fields=tuple(m.get("matched_fields") or ()),
+        doc_score=m.get("doc_score"), doc_rank=m.get("doc_rank"), chunk_rank=m.get("chunk_rank"),
+        doc_title_cosine=m.get("doc_title_cosine"), doc_centroid_cosine=m.get("doc_centroid_cosine"),
+        named_by=tuple(m.get("named_by") or ()),
     )

@@ -71,9 +71,10 @@ def _prose_spans(full: str, lo: int, hi: int, spans: list[Span]) -> None:
     for bs, be in zip(bounds, bounds[1:]):
         block = text[bs:be]
         pos = 0
+        bullet = _BULLET.match(block)  # "1. " or "2) " numbers an item: it ends no sentence
         for m in _END.finditer(block):
             end = m.end()
-            if any(a <= bs + m.start() < b for a, b in code):
+            if any(a <= bs + m.start() < b for a, b in code) or (bullet and m.start() < bullet.end()):
                 continue
             word = re.search(r"([A-Za-z.]+)[.!?]$", block[pos : m.start() + 1])
             if word and word.group(1).lower().rstrip(".") in _ABBREV:

@@ -146,6 +146,7 @@ class Candidate:
     matched_fields: tuple[str, ...] = ()  # which, as "field:term" ("section:auth_user_model", "path:settings")
     doc_score: float | None = None  # its document's aggregated score (documents ranked, then passages)
     doc_rank: int | None = None  # its document's rank
+    chunk_rank: int | None = None  # its rank before documents were ranked (None: documents not ranked)
     # Document signals (ragcore/retrieval/docsignals.py); None / () when the signal is off.
     doc_title_cosine: float | None = None  # cosine(question, its document's title)
     doc_centroid_cosine: float | None = None  # cosine(question, its document's mean chunk vector)

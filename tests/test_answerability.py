@@ -3,6 +3,8 @@ and the per-collection calibrated bar. Real encoder, embedded Qdrant in temp fol
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 from pathlib import Path
 
@@ -243,3 +245,15 @@ def test_cli_eval_calibrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap
     only = _dataset(tmp_path / "only", ANSWERABLE, [])
     assert main(["eval", str(only), "-c", "g", "--calibrate", "--baselines", "none", "--no-save", "-q"]) == 2
     assert "answerable and unanswerable" in capsys.readouterr().err
+
+
+def test_lexical_part_reads_the_passage_ranking_not_the_document_ranking() -> None:
+    """Ranking documents (retrieval/documents.py) may put another page's chunk first; whether the
+    corpus answers must not move with the page order, so the top chunk is the one the passages'
+    own ranking (chunk_rank) put first."""
+    roses = _cand(_chunk("a.md", "Prune roses in late winter.", ("Roses",), 1), 0.9, 1)
+    bread = _cand(_chunk("b.md", "Knead the dough for ten minutes.", ("Bread",), 1), 0.5, 2)
+    q = "When do I prune roses in winter?"
+    docs_first = [replace(bread, rank=1, chunk_rank=2), replace(roses, rank=2, chunk_rank=1)]
+    assert lexical_coverage(q, docs_first) == pytest.approx(1.0)
+    assert lexical_coverage(q, [replace(bread, rank=1), replace(roses, rank=2)]) == pytest.approx(0.0)

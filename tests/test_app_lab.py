@@ -138,8 +138,13 @@ def _table_element(at):
 def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
     at = _lab()
     shown = list(_table_element(at).proto.column_order)
-    assert not {"field", "doc score", "doc #"} & set(shown), shown  # off by default: no empty columns
+    assert {"doc score", "doc #"} <= set(shown) and "field" not in shown, shown  # documents ranked by default
     assert not any(c.value.startswith("expanded with:") for c in at.caption)
+    # every signal off: no empty columns
+    at.slider(key="lab_dd_w").set_value(0.0).run()
+    at.slider(key="lab_nw_w").set_value(0.0).run()
+    ok(at)
+    assert not {"field", "doc score", "doc #"} & set(_table_element(at).proto.column_order)
     queries = at.session_state["lab_queries"]
 
     # fielded BM25 on: a new ranking (queries again), the field part shown; the notebook's settings untouched
@@ -199,6 +204,7 @@ def test_probe_shows_the_chunks_signals(app_env):
     # signals off: no signal table
     at.number_input(key="lab_fw_w").set_value(0.0).run()
     at.slider(key="lab_dd_w").set_value(0.0).run()
+    at.slider(key="lab_nw_w").set_value(0.0).run()
     at.number_input(key="lab_prf_terms_w").set_value(0).run()
     at.button(key="probe_go").click().run()
     ok(at)

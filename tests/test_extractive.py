@@ -298,3 +298,15 @@ def test_closing_the_generator_stops_it(guide_engine: Engine) -> None:
     assert [e.type for e in first] == ["started", "sources", "token"]
     with pytest.raises(StopIteration):
         next(gen)
+
+
+def test_a_numbered_list_keeps_its_numbers_and_marks_each_items_sentences() -> None:
+    """"1." is the item's number, not a sentence: the marker follows the item's sentences."""
+    from ragcore.synthesis.extractive import _marked_list
+
+    text = ("1. **filter**: the path does not match.\n2. **threshold**: too far. Cut first.\n"
+            "- **dense**: the cosine, with its rank in the\n  dense branch.")
+    assert _marked_list(text, 3) == (
+        "1. **filter**: the path does not match. [3]\n2. **threshold**: too far. [3] Cut first. [3]\n"
+        "- **dense**: the cosine, with its rank in the\n  dense branch. [3]"
+    )

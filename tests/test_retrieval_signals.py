@@ -68,6 +68,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Ite
 
 
 def search(engine: Engine, query: str, **overrides) -> RetrievalResult:
+    """Every signal off unless the test turns it on (documents ranked and named pages are on by
+    default: test_defaults_rank_documents_and_nothing_else)."""
+    overrides = {"doc_decay": 0.0, "named_weight": 0.0, **overrides}
     return engine.retrieve(query, engine.settings.with_(**overrides))
 
 
@@ -78,11 +81,16 @@ def defining(result: RetrievalResult) -> Candidate:
 # --------------------------------------------------------------------------- fields
 
 
-def test_fields_off_by_default_record_nothing(engine: Engine) -> None:
-    r = search(engine, f"What does {IDENT} do?")
+def test_defaults_rank_documents_and_nothing_else(engine: Engine) -> None:
+    s = RagcoreSettings()
+    assert (s.doc_decay, s.named_weight) == (1.0, 0.6)  # helped on both django-docs-qa and git-docs-qa
+    assert (s.field_weight, s.prf_terms, s.doc_title_weight, s.doc_centroid_weight) == (0.0, 0, 0.0, 0.0)
+    r = engine.retrieve(f"What does {IDENT} do?", engine.settings.with_(doc_decay=s.doc_decay, named_weight=s.named_weight))
     assert all(c.field_score is None and c.matched_fields == () for c in r.candidates)
-    assert all(c.doc_rank is None and c.doc_score is None for c in r.candidates)
+    assert all(c.doc_rank is not None and c.chunk_rank is not None for c in r.candidates)
     assert r.expansion_terms == ()
+    plain = search(engine, f"What does {IDENT} do?")  # all off: chunks ranked alone, nothing recorded
+    assert all(c.doc_rank is None and c.doc_score is None and c.chunk_rank is None for c in plain.candidates)
 
 
 def test_identifier_finds_its_definition_before_its_mentions(engine: Engine) -> None:
@@ -205,7 +213,7 @@ def doc_rank_of(result: RetrievalResult, path: str) -> int:
 
 def test_document_signals_off_by_default(engine: Engine) -> None:
     s = RagcoreSettings()
-    assert (s.doc_title_weight, s.doc_centroid_weight, s.named_weight) == (0.0, 0.0, 0.0)
+    assert (s.doc_title_weight, s.doc_centroid_weight) == (0.0, 0.0)
     r = search(engine, f"What does {IDENT} do?", doc_decay=1.0)
     assert all(c.doc_title_cosine is None and c.doc_centroid_cosine is None and c.named_by == () for c in r.candidates)
 
@@ -231,7 +239,7 @@ def test_command_names_need_a_namespace_and_keep_case() -> None:
 
 def test_evidence_names_the_command_page(cmd_engine: Engine) -> None:
     q = "How do I share my finished changes with the team?"
-    plain = cmd_engine.retrieve(q, cmd_engine.settings.with_(doc_decay=1.0))
+    plain = cmd_engine.retrieve(q, cmd_engine.settings.with_(doc_decay=1.0, named_weight=0.0))
     named = cmd_engine.retrieve(q, cmd_engine.settings.with_(doc_decay=1.0, named_weight=1.0))
     assert doc_rank_of(plain, "guide/sharing.md") == 1
     assert doc_rank_of(named, "commands/tool-push.md") < doc_rank_of(plain, "commands/tool-push.md")
@@ -284,3 +292,15 @@ def test_document_signals_are_sweepable() -> None:
     assert {"doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence"} <= set(CONFIG_KEYS)
     with pytest.raises(SweepError):
         parse_sweep("named_weights=1")  # a typo names no setting
+
+
+def test_support_does_not_depend_on_how_documents_are_ranked(engine: Engine) -> None:
+    """Whether to answer is the corpus's call, not the page order's: the support score reads the
+    passage ranking (chunk_rank), so ranking documents moves no abstention."""
+    q = f"Why is {IDENT} ignored?"
+    off = engine.settings.with_(doc_decay=0.0, named_weight=0.0)
+    on = engine.settings.with_(doc_decay=1.0, named_weight=1.0)
+    a, b = engine.support(q, off), engine.support(q, on)
+    assert (a.score, a.lexical, a.evidence_cosine) == (b.score, b.lexical, b.evidence_cosine)
+    moved = search(engine, q, doc_decay=1.0, named_weight=1.0)
+    assert any(c.rank != c.chunk_rank for c in moved.candidates)  # the order did change

@@ -68,6 +68,7 @@ class ProbeResult:
     matched_fields: tuple[str, ...] = ()  # "field:term"
     doc_score: float | None = None  # its document's aggregated score
     doc_rank: int | None = None
+    named_by: tuple[str, ...] = ()  # what names its document ("question:X", "evidence:X"), named pages on
     signals_from: Literal["pool", "large pool"] | None = None
     expansion_terms: tuple[tuple[str, float], ...] = ()  # what the analyst's retrieval added to the BM25 query
     expansion_matched: tuple[str, ...] = ()  # those of them the chunk contains
@@ -157,6 +158,7 @@ def signals(target: Chunk, cand: Candidate | None, big: Candidate | None,
     return dict(
         field_score=src.field_score if src else None, matched_fields=src.matched_fields if src else (),
         doc_score=src.doc_score if src else None, doc_rank=src.doc_rank if src else None,
+        named_by=src.named_by if src else (),
         signals_from=("pool" if cand else "large pool") if src else None,
         expansion_terms=expansion, expansion_matched=tuple(t for t, _ in expansion if t in words),
     )
@@ -226,6 +228,7 @@ SIGNAL_HELP = {
     "matched fields": "Which question terms matched which field, as field:term",
     "document rank": "Its document's rank (documents first, then passages)",
     "document score": "Its document's score: best chunk + decay × second + decay² × third",
+    "document named by": "What names the chunk's document: the question, or one of the best passages (named pages)",
     "expansion terms in the chunk": "Which of the terms pseudo-relevance feedback added to the BM25 query the chunk contains",
 }
 
@@ -240,6 +243,7 @@ def signal_cells(pr: ProbeResult) -> dict[str, str]:
     if pr.doc_rank is not None:
         out["document rank"] = f"{pr.doc_rank}{where}"
         out["document score"] = fmt_score(pr.doc_score, 4)
+        out["document named by"] = ", ".join(pr.named_by) or "–"
     if pr.expansion_terms:
         out["expansion terms in the chunk"] = (", ".join(pr.expansion_matched) or "none") + f" (of {len(pr.expansion_terms)})"
     return out

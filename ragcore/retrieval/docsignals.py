@@ -71,34 +71,53 @@ def named_documents(
 
 
 class DocSignalSource:
-    """Builds and caches each collection's profiles and names (one per HybridSearch)."""
+    """Builds and caches each collection's profiles and names (one per HybridSearch), each only
+    when a signal needs it: names cost a scan of the chunks, profiles the title vectors."""
 
     def __init__(self, store: Store, encoder: OnnxMiniLM) -> None:
         self.store = store
         self.encoder = encoder
-        self._cache: dict[str, tuple[SearchIndex, DocumentProfiles, NameIndex]] = {}
+        self._names: dict[str, tuple[SearchIndex, NameIndex]] = {}
+        self._profiles: dict[str, tuple[SearchIndex, DocumentProfiles]] = {}
         self._lock = threading.Lock()
 
-    def indexes(self, collection: str, idx: SearchIndex) -> tuple[DocumentProfiles, NameIndex]:
+    def names(self, collection: str, idx: SearchIndex) -> NameIndex:
         with self._lock:
-            hit = self._cache.get(collection)
+            hit = self._names.get(collection)
             if hit is None or hit[0] is not idx:
-                vectors = lambda texts: ensure_heading_vectors(self.store, self.encoder, texts)  # noqa: E731
-                hit = (idx, DocumentProfiles.build(idx.chunks, idx.dense, vectors), NameIndex.build(idx.chunks))
-                self._cache[collection] = hit
-            return hit[1], hit[2]
+                hit = (idx, NameIndex.build(idx.chunks))
+                self._names[collection] = hit
+            return hit[1]
+
+    def profiles(self, collection: str, idx: SearchIndex) -> DocumentProfiles:
+        with self._lock:
+            hit = self._profiles.get(collection)
+            if hit is None or hit[0] is not idx:
+                hit = (idx, DocumentProfiles.build(idx.chunks, idx.dense, lambda t: self._title_vectors(collection, t)))
+                self._profiles[collection] = hit
+            return hit[1]
+
+    def _title_vectors(self, collection: str, texts: Sequence[str]) -> Mapping[str, np.ndarray]:
+        """From the collection's query snapshot when it holds them all (a question must not open
+        embedded Qdrant: another process may be writing), else from the shared heading store."""
+        snap = self.store.snapshot(collection)
+        if snap is not None and all(t in snap.headings for t in texts):
+            return {t: snap.headings[t] for t in texts}
+        return ensure_heading_vectors(self.store, self.encoder, texts)
 
     def signals(
         self, collection: str, idx: SearchIndex, query: str, q_dense: np.ndarray, cands: Sequence[Candidate],
         kind: ScoreKind, settings: RagcoreSettings,
     ) -> DocSignals:
-        profiles, names = self.indexes(collection, idx)
-        cos = profiles.cosines(q_dense, list(dict.fromkeys(c.chunk.path for c in cands)))
+        title, centroid = {}, {}
+        if settings.doc_title_weight > 0 or settings.doc_centroid_weight > 0:
+            cos = self.profiles(collection, idx).cosines(q_dense, list(dict.fromkeys(c.chunk.path for c in cands)))
+            title, centroid = cos.title, cos.centroid
         named, why = ({}, {})
         if settings.named_weight > 0:
-            named, why = named_documents(cands, kind, names, query, settings.named_evidence)
+            named, why = named_documents(cands, kind, self.names(collection, idx), query, settings.named_evidence)
         return DocSignals(
-            title=cos.title, centroid=cos.centroid, named=named, named_by=why,
+            title=title, centroid=centroid, named=named, named_by=why,
             title_weight=settings.doc_title_weight, centroid_weight=settings.doc_centroid_weight,
             named_weight=settings.named_weight,
         )

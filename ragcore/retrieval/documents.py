@@ -84,7 +84,7 @@ def rank_documents(
         keyed.append(((tier, doc_rank[c.chunk.path], i), c))
     keyed.sort(key=lambda kc: kc[0])
     return [
-        dataclasses.replace(c, rank=r, doc_score=scores[c.chunk.path], doc_rank=doc_rank[c.chunk.path],
+        dataclasses.replace(c, rank=r, chunk_rank=c.rank, doc_score=scores[c.chunk.path], doc_rank=doc_rank[c.chunk.path],
                             **_signal_fields(sig, c.chunk.path))
         for r, (_, c) in enumerate(keyed, 1)
     ]

@@ -191,13 +191,32 @@ def _marked(sentence: str, n: int) -> str:
     return f"{sentence} [{n}]"
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def _marked_list(text: str, n: int) -> str:
+    """Each sentence of each item is a claim of its own: a marker follows each. Sentences are
+    found in the item's text after its bullet or number ("1." is not a sentence)."""
+    items: list[list[str]] = []
+    for line in text.split("\n"):
+        if _LIST_ITEM.match(line) or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    out = []
+    for lines in items:
+        item = "\n".join(lines)
+        m = _LIST_ITEM.match(item)
+        head, body = (item[: m.end()], item[m.end() :]) if m else ("", item)
+        for sp in reversed(sentence_spans(body)):
+            body = f"{body[: sp.end]} [{n}]{body[sp.end :]}"
+        out.append(head + body)
+    return "\n".join(out)
+
+
 def _block_text(block: Block, n: int) -> str:
     if block.kind == "list":
-        # each sentence of each item is a claim of its own: a marker follows each
-        text = block.text
-        for sp in reversed(sentence_spans(text)):
-            text = f"{text[: sp.end]} [{n}]{text[sp.end :]}"
-        return text
+        return _marked_list(block.text, n)
     return f"{block.text}\n\n[{n}]"
 
 
