@@ -67,11 +67,21 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     cells = json.loads((Path(at.session_state["rc_base"].data_dir) / "notebooks" / "xss.json").read_text())["cells"]
     assert "<script>alert(1)</script>" in cells[0]["runs"][-1]["answer"]["answer"]  # the data itself is untouched
 
+    # the evidence table (st.html, for its per-cell hover): the chunk text html.escape'd, in the cell and its title
+    at.session_state[f"ev_{cells[0]['id']}_1"] = True
+    at.run()
+    ok(at)
+    table = next(h.proto.body for h in at.main.get("html") if 'class="rc-ev"' in h.proto.body)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in table and "&lt;img src=x onerror=alert(2)&gt;" in table
+    assert "<script" not in table and "<img" not in table and "<a " not in table
+    assert 'title="# Zebra protocol' in table  # the whole passage on hover
+
     # HTML export: escaped, no active content
     html = captured["HTML"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script" not in html and "<img" not in html
     md_export = captured["Markdown"]
-    assert "&lt;script&gt;" in md_export and "<script>" not in md_export
+    # the answer is escaped; a cited passage is quoted verbatim, inside a code fence (inert text)
+    assert "&lt;script&gt;" in md_export and "<script>" not in _outside_fences(md_export)
 
     # the source viewer: html.escape'd text inside st.html
     at.query_params.update({"path": "zebra.md", "lines": "3-4", "collection": "xss"})
@@ -103,3 +113,17 @@ def test_answer_markdown_escapes_text_and_links_only_known_markers():
     assert "\\<b\\>x\\<\\/b\\>" in md and "\\*\\*y\\*\\*" in md and "\\:red\\[z\\]" in md and "\\$a\\$" in md
     assert md_escape("a\n\n    indented\n# not a heading") == "a\n\nindented  \n\\# not a heading"
     assert md_inline("[t](javascript:alert(1))") == "\\[t\\]\\(javascript\\:alert\\(1\\)\\)"
+
+
+def _outside_fences(md: str) -> str:
+    """The Markdown text outside fenced code blocks (a fence closes on its own opening run)."""
+    out, fence = [], None
+    for line in md.split("\n"):
+        m = re.match(r"^(`{3,}|~{3,})", line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None:
+            out.append(line)
+    return "\n".join(out)

@@ -189,7 +189,7 @@ def test_empty_and_overlong_questions_are_refused_with_a_reason(app_env):
 
 
 def test_long_titles_are_shortened_and_tables_show_a_dash_for_absent_scores():
-    from ui.cells import TITLE_CHARS, evidence_styled
+    from ui.cells import TITLE_CHARS, evidence_frame, evidence_table_html
     from ui.notebook import Run
     from ui.render import shorten
 
@@ -199,5 +199,30 @@ def test_long_titles_are_shortened_and_tables_show_a_dash_for_absent_scores():
     run = Run(answer={"answer": "x [1]", "citations": [], "evidence": [
         {"n": 1, "chunk": {"path": "a.md", "start_line": 1, "end_line": 2, "section": ["S"]}, "dense_score": 0.5,
          "sparse_score": None, "fused_score": None, "origin": "corpus"}]}, outcome="ok")
-    html = evidence_styled(run).to_html()
-    assert "0.500" in html and html.count("–") >= 2 and "None" not in html and "nan" not in html
+    html = evidence_table_html(evidence_frame(run))
+    assert "0.500" in html and html.count(">–<") >= 3 and "None" not in html and "nan" not in html.lower()
+
+
+def test_evidence_table_shows_rank_kept_cut_and_scores_with_full_text_on_hover(app_env):
+    at = started()
+    ask(at)
+    cell = _cells(app_env)[0]
+    at.session_state[f"ev_{cell['id']}_1"] = True  # open "Evidence and checks": drawn only when open
+    at.run()
+    ok(at)
+    tables = [h.proto.body for h in at.main.get("html") if 'class="rc-ev"' in h.proto.body]
+    assert len(tables) == 1, "the evidence table is HTML (per-cell hover), not a dataframe"
+    table = tables[0]
+    assert "table-layout:fixed" in table
+    for head in (">rank<", ">kept / cut<", ">cosine<", ">BM25<", ">fused<", ">locator<", ">section<", ">passage<"):
+        assert head in table, head
+    assert ">used [1]<" in table or ">cited [1]<" in table
+    assert ">cut: " in table, "the near misses show why they were cut"
+    # the cited passage's file, shortened in the cell, whole in its title
+    assert 'title="05-scores-top-k-and-threshold.md:' in table and "05-scores-t…" in table
+    assert "None" not in table and "nan" not in table
+    candidates = cell["runs"][-1]["answer"]["candidates"]
+    shown = table.count('<td class="num">') // 4  # rank + three scores per row
+    assert any(f"{len(candidates) - shown} more candidates cut" in c.value for c in at.caption)
+    # the sentence checks stay a dataframe
+    assert any("sentence" in d.value.columns for d in at.dataframe)
