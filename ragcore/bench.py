@@ -9,58 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from .config import RagcoreSettings
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_RESULTS = REPO / "bench" / "results"
-DJANGO = REPO.parent / "shared" / "data" / "django-docs-qa"
-
-
-def utc_now() -> str:
-    from .store import utc_now as now  # lazily: the store imports Qdrant's client, `ragcore --help` need not
-
-    return now()
-
-
-def _pcts(ms: Sequence[float]) -> dict[str, float]:
-    a = np.asarray(ms, dtype=float)
-    return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2),
-            "mean_ms": round(float(a.mean()), 2), "n": int(a.size)}
-
-
-def _machine() -> dict[str, Any]:
-    import os
-
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
-
-
-def _write(results_dir: Path, name: str, payload: dict[str, Any], summary: str) -> Path:
-    results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    (results_dir / f"{name}.md").write_text(summary + "\n")
-    return path
-
-
-def _sample_files(corpus: Path, limit: int | None) -> list[Path]:
-    from .ingest.loaders import kind_for
-
-    files = sorted(p for p in corpus.rglob("*") if p.is_file() and kind_for(p) is not None)
-    if limit and len(files) > limit:
-        step = len(files) / limit
-        files = [files[int(i * step)] for i in range(limit)]
-    return files
+from .bench_common import DEFAULT_RESULTS, DJANGO, REPO, machine as _machine, pcts as _pcts, questions as _questions
+from .bench_common import sample_files as _sample_files, utc_now, write as _write
 
 
 # ------------------------------------------------------------------ ingest
@@ -206,18 +167,6 @@ def _ingest_summary(payload: dict[str, Any], corpus: Path) -> str:
 
 
 # ------------------------------------------------------------------ query
-
-
-def _questions() -> list[str]:
-    qs: list[str] = []
-    for name in ("questions.jsonl", "unanswerable.jsonl"):
-        p = DJANGO / name
-        if p.is_file():
-            qs += [json.loads(line)["question"] for line in p.read_text().splitlines() if line.strip()]
-    if not qs:
-        qs = [line.strip("# ").strip() + "?" for f in sorted((REPO / "docs").glob("*.md"))
-              for line in f.read_text().splitlines() if line.startswith("## ")]
-    return qs
 
 
 def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> int:
@@ -575,6 +524,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     ba.add_argument("--repeats", type=int, default=2)
     ba.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     ba.set_defaults(func=_cmd_answer)
+    from .bench_scale import add_scale_parser  # here: its engines are imported only when it runs
+
+    add_scale_parser(bsub)  # `bench scale` (engines at 10k-1M chunks)
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
