@@ -107,6 +107,28 @@ def _shot(page, folder: Path, name: str) -> Path:
     return path
 
 
+def _idle(page, timeout_s: float = 60.0) -> None:
+    """Wait until the app's script run has finished (Streamlit's running indicator is gone): on a
+    loaded machine a click made mid-run is answered only after the run it interrupts."""
+    page.wait_for_function("() => !document.querySelector(\"[data-testid='stStatusWidgetRunningIcon'], "
+                           "[data-testid='stStatusWidgetRunningManIcon']\")", timeout=timeout_s * 1000, polling=100)
+    time.sleep(0.5)  # a rerun the last event queued starts within this
+
+
+def _slider_to(page, value: str, tries: int = 60) -> None:
+    """Move the focused threshold slider to ``value`` with the keyboard. Under load a rerun can
+    re-render the slider between key presses and drop some of them, so keep pressing until the
+    slider reads ``value`` (what is tested is where the value ends up, not how many presses)."""
+    for _ in range(tries):
+        _idle(page)
+        now = page.evaluate("sel => document.querySelector(sel).getAttribute('aria-valuetext')", THRESHOLD)
+        if now == value:
+            return
+        _threshold_slider(page).focus()
+        page.keyboard.press("ArrowRight" if float(now) < float(value) else "ArrowLeft")
+    raise AssertionError(f"the threshold slider did not reach {value}")
+
+
 def _nav(page, title: str) -> None:
     """Navigate inside the app (same session): a page load would start a new session."""
     page.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a", has_text=title).click()
@@ -188,9 +210,9 @@ def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots)
     thumb.focus()
     for _ in range(29):  # fast keyboard moves, as in the report
         page.keyboard.press("ArrowRight")
-    page.wait_for_function("sel => document.querySelector(sel).getAttribute('aria-valuetext') === '0.29'", arg=THRESHOLD)
+    _slider_to(page, "0.29")
     page.get_by_text("Cut: threshold").first.wait_for()
-    time.sleep(1.0)  # the last rerun settles
+    _idle(page)
     _shot(page, shots, "2-retrieval-lab")
     assert not page.locator("[data-testid='stSidebar'] [data-testid='stSlider']").count(), "no retrieval slider in the sidebar"
     _nav(page, "Notebook")
@@ -200,7 +222,10 @@ def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots)
     # explicitly: the lab's settings into the notebook
     _nav(page, "Retrieval lab")
     page.get_by_role("button", name="Use these settings in the notebook").click()
-    page.get_by_text("The notebook now uses").first.wait_for()
+    toast = page.get_by_text("The notebook now uses").first
+    toast.wait_for()
+    assert "threshold 0.29" in toast.inner_text()
+    _idle(page)
     _nav(page, "Notebook")
     page.get_by_text(re.compile(r"threshold 0\.29")).first.wait_for()
 
