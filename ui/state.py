@@ -358,22 +358,12 @@ def bound(widget: Callable[..., Any], label: str, canon: str, *, key: str, **kwa
     moves the others on the next rerun.
     """
     ss = st.session_state
-    pushed = f"_bound_{key}"  # the canonical value last written into this widget
-    if key not in ss or ss[key] is None or ss.get(pushed, ss[canon]) != ss[canon]:
-        # first render (or back on this page), or the value was moved elsewhere: show it
-        ss[key] = ss[canon]
-    elif ss[key] != ss[canon]:
-        # the widget holds a value of its own that no callback carried over (fast moves on a busy
-        # machine: a run interrupted by the next key press). Overwriting it from the canonical value
-        # here would drop the user's last move while the browser still shows it; adopt it instead.
-        ss[canon] = ss[key]
-    ss[pushed] = ss[canon]
+    ss[key] = ss[canon]
 
     def sync() -> None:
         value = ss[key]
         if value is not None:
             ss[canon] = value
-            ss[pushed] = value
 
     return widget(label, key=key, on_change=sync, **kwargs)
 
