@@ -358,12 +358,24 @@ def bound(widget: Callable[..., Any], label: str, canon: str, *, key: str, **kwa
     moves the others on the next rerun.
     """
     ss = st.session_state
+    pushed = f"_bound_{key}"  # the canonical value last written into this widget
+    if ss.get(key) is not None and ss.get(pushed, object()) == ss[canon] and ss[key] != ss[canon]:
+        # The widget holds a value of its own that no callback carried over (fast moves on a busy
+        # machine: a run interrupted by the next key press), and nothing else moved the canonical
+        # value since it was written here. The browser shows the widget's value: adopt it, or the
+        # page would show one threshold and use another.
+        ss[canon] = ss[key]
+    # Written on every run, not only on the first: a widget the browser has not mounted yet (inside
+    # a closed popover) takes its value from the run that mounts it; without this it would start
+    # from the widget's default and send that back as the user's choice.
     ss[key] = ss[canon]
+    ss[pushed] = ss[canon]
 
     def sync() -> None:
         value = ss[key]
         if value is not None:
             ss[canon] = value
+            ss[pushed] = value
 
     return widget(label, key=key, on_change=sync, **kwargs)
 
