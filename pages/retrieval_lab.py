@@ -17,7 +17,8 @@ from ragcore.pipeline import Engine
 from ragcore.types import Candidate, RetrievalResult
 from ui import state
 from ui.probe import SIGNAL_HELP, probe, signal_cells
-from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, shorten, viewer_params, viewer_url
+from ui.labtable import ORDERS, lab_table_html
+from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, viewer_params
 
 rt = shell.page_init()
 ss = st.session_state
@@ -183,71 +184,6 @@ else:
             icon=":material/lightbulb:")
 
 
-# The table's columns in px. At 1280 px the table is 818 px wide beside the sidebar (measured in
-# chromium): locator and section share what the others leave, so the scores never need a scroll.
-TABLE_PX = 816
-FIXED_PX = {"select": 34, "rank": 46, "status": 100, "cosine": 64, "BM25": 58, "fused": 92, "open": 62}
-SIGNAL_PX = {"field": 52, "doc score": 58, "doc #": 50}
-CHAR_PX = 7  # a character of the table's font, on average
-
-
-def signal_columns() -> list[str]:
-    """The signals' columns only when they are on (their values are "–" for a chunk without one)."""
-    return (["field"] if FIELDS_ON else []) + (["doc score", "doc #"] if DOCS_ON else [])
-
-
-def text_widths() -> tuple[int, int]:
-    """Locator and section widths in px (wider screens stretch the table; these are the floor)."""
-    free = TABLE_PX - sum(FIXED_PX.values()) - sum(SIGNAL_PX[c] for c in signal_columns())
-    return free * 11 // 20, free * 9 // 20
-
-
-def candidates_frame(res: RetrievalResult) -> pd.DataFrame:
-    """One row per candidate, narrow enough for 1280 px: long locators and sections are shortened
-    to their columns (the row's panel below the table shows them in full, with the branch ranks)."""
-    loc_chars, sec_chars = ((w - 16) // CHAR_PX for w in text_widths())
-    rows = []
-    n = 0
-    for c in res.candidates:
-        if c.kept:
-            n += 1
-        ch = c.chunk
-        rows.append({
-            "rank": c.rank, "status": f"kept [{n}]" if c.kept else f"cut: {c.dropped_reason or 'top_k'}".replace("top_k", "top-K"),
-            "kept": c.kept, "locator": shorten(ch.locator.split("#")[0], loc_chars),
-            "section": shorten(ch.section_label, sec_chars),
-            "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score,
-            "field": c.field_score, "doc score": c.doc_score, "doc #": c.doc_rank,
-            "open": viewer_url(ch.path, ch.start_line, ch.end_line, ch.page, collection),
-        })
-    return pd.DataFrame(rows).astype({"field": "float64", "doc score": "float64", "doc #": "Int64"})
-
-
-def column_order() -> list[str]:
-    return ["rank", "status", "cosine", "BM25", "fused", *signal_columns(), "locator", "section", "open"]
-
-
-def column_config(res: RetrievalResult) -> dict:
-    fused_kind = "RRF" if ls.fusion == "rrf" else "weighted"
-    loc_px, sec_px = text_widths()
-    return {
-        "rank": st.column_config.NumberColumn("rank", width=FIXED_PX["rank"], help=f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
-        "status": st.column_config.TextColumn("kept / cut", width=FIXED_PX["status"], help="kept [n]: evidence number given to the composer; "
-                                              "cut: by the threshold, dedupe (another chunk of the section won) or top-K"),
-        "locator": st.column_config.TextColumn("locator", width=loc_px, help="path:lines (shortened; select the row for the full text)"),
-        "section": st.column_config.TextColumn("section", width=sec_px, help="Section path (shortened; select the row for the full text)"),
-        "cosine": st.column_config.NumberColumn("cosine", width=FIXED_PX["cosine"], help="Dense score: cosine similarity of question and chunk (−1..1). The threshold applies to this."),
-        "BM25": st.column_config.NumberColumn("BM25", width=FIXED_PX["BM25"], help="Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
-        "fused": st.column_config.NumberColumn(f"fused ({fused_kind})", width=FIXED_PX["fused"], help=f"{fused_kind} fusion score"),
-        "field": st.column_config.NumberColumn("field", width=SIGNAL_PX["field"], help="The part of BM25 from question terms in the chunk's "
-                                               "title, section path, anchor or file name (field weight on)"),
-        "doc score": st.column_config.NumberColumn("doc", width=SIGNAL_PX["doc score"], help=f"The chunk's document's score: its best chunks' "
-                                                   f"{res.rank_score_kind} scores, best + decay × second + decay² × third"),
-        "doc #": st.column_config.NumberColumn("doc #", width=SIGNAL_PX["doc #"], help="The document's rank: documents first, then their passages"),
-        "open": st.column_config.LinkColumn("source", display_text="open ↗", width=FIXED_PX["open"], help="Open the lines in the source viewer"),
-    }
-
-
 def signals_line(c: Candidate) -> str:
     """The selected chunk's signals that are on: field part of BM25 and matched fields, its document."""
     parts = []
@@ -306,21 +242,19 @@ with tab_ev:
             st.caption("Expansion is on, but added no terms" + (" (dense mode has no BM25 query)." if ls.retrieval_mode == "dense" else "."))
         if result.candidates:
             st.altair_chart(histogram(result, ls.threshold), width="stretch")
-            df = candidates_frame(result)
-            doc_fmt = {"cosine": "{:.3f}", "bm25": "{:.2f}"}.get(result.rank_score_kind, "{:.4f}")
-            styled = (
-                df.style.apply(lambda r: ["color: #8c959f" if not r["kept"] else "" for _ in r], axis=1)
-                .format({"rank": "{:.0f}", "cosine": "{:.3f}", "BM25": "{:.2f}", "fused": "{:.4f}", "field": "{:.2f}",
-                         "doc score": doc_fmt, "doc #": "{:.0f}"}, na_rep="–")
+            order = st.segmented_control(
+                "Order", list(ORDERS), default="rank", key="lab_order", label_visibility="collapsed",
+                help="Sort the rows by rank (the retrieval mode's order) or by one score, highest first",
+            ) or "rank"
+            st.html(lab_table_html(result, fusion=ls.fusion, order=order, fields_on=FIELDS_ON, docs_on=DOCS_ON))
+            by_rank = {c.rank: c for c in result.candidates}
+            pick = st.selectbox(
+                "Read a chunk in full", list(by_rank), index=None, key="lab_pick",
+                placeholder="Pick a rank: its full text, every score and a link to its lines",
+                format_func=lambda r: f"#{r} · {'kept' if by_rank[r].kept else 'cut'} · {by_rank[r].chunk.locator.split('#')[0]}",
             )
-            event = st.dataframe(
-                styled, hide_index=True, width="stretch", column_order=column_order(),
-                height=min(38 + 35 * len(df), 460), column_config=column_config(result),
-                on_select="rerun", selection_mode="single-row", key="lab_table",
-            )
-            rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
-            if rows and rows[0] < len(result.candidates):
-                c: Candidate = result.candidates[rows[0]]
+            if pick in by_rank:
+                c: Candidate = by_rank[pick]
                 with st.container(border=True):
                     st.markdown(f"**Rank {c.rank}** · {md_inline(c.chunk.locator)}" + (f" · {md_inline(c.chunk.section_label)}" if c.chunk.section else ""))
                     st.caption(f"cosine {fmt_score(c.dense_score)} (dense rank {c.dense_rank or '–'}) · "
@@ -332,8 +266,6 @@ with tab_ev:
                     st.code(c.chunk.text, language=None, wrap_lines=True)
                     st.page_link("pages/library.py", label="Open these lines in the source viewer", icon=":material/open_in_new:",
                                  query_params=viewer_params(c.chunk.path, c.chunk.start_line, c.chunk.end_line, c.chunk.page, collection))
-            else:
-                st.caption("Select a row to read the chunk's full text.")
         else:
             st.warning("No candidates: nothing in the collection matches this question in this mode.")
 

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -187,3 +188,52 @@ class AppServer:
     def restart(self) -> str:
         self.stop()
         return self.start()
+
+
+class _TableParser(HTMLParser):
+    """Cells of an HTML table as (shown text, attributes), rows with their ``<tr>`` class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, list[tuple[str, dict[str, str]]]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "tr":
+            self.rows.append((a.get("class", ""), []))
+        elif tag in ("td", "th") and self.rows:
+            self._cell = []
+            self.rows[-1][1].append(("", a))
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            _, a = self.rows[-1][1][-1]
+            self.rows[-1][1][-1] = ("".join(self._cell), a)
+            self._cell = None
+
+
+def html_table(at, box: str):
+    """The first ``st.html`` table inside ``<div class="{box}">`` as a DataFrame of what the cells
+    show (numbers as floats, "–" as NaN), plus ``<header> title`` columns with each cell's hover text
+    and ``row class`` (kept / cut / cited / used)."""
+    import pandas as pd
+
+    body = next(h.proto.body for h in at.main.get("html") if f'class="{box}"' in h.proto.body)
+    p = _TableParser()
+    p.feed(body)
+    (_, head), *rows = p.rows
+    names = [text for text, _ in head]
+    records = []
+    for klass, cells in rows:
+        rec: dict[str, Any] = {"row class": klass}
+        for name, (text, attrs) in zip(names, cells):
+            num = "num" in attrs.get("class", "")
+            rec[name] = (float("nan") if text == "–" else float(text)) if num else text
+            rec[f"{name} title"] = attrs.get("title")
+        records.append(rec)
+    return pd.DataFrame(records)

@@ -73,9 +73,9 @@ def take(url: str) -> None:
         q = page.get_by_role("textbox", name="Question")
         q.fill(QUESTION)
         q.press("Enter")
-        page.locator("[data-testid='stDataFrame']").first.wait_for()
+        page.locator(".rc-lab table").first.wait_for()
         _settle(page)
-        page.locator("[data-testid='stDataFrame']").first.scroll_into_view_if_needed()
+        page.locator(".rc-lab table").first.scroll_into_view_if_needed()
         _save(page, "retrieval-lab")
 
         _nav(page, "Library")

@@ -93,11 +93,12 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     assert "<script" not in viewer and "<img" not in viewer
     assert "**bold claims** about [safety](javascript:alert(3))" in viewer  # plain text, not rendered
 
-    # the lab: dataframes are plain text; chunk text opens in st.code
+    # the lab: its table is escaped HTML (text and hover); a picked chunk's text opens in st.code
     at.switch_page("pages/retrieval_lab.py").run()
     at.text_input(key="lab_q").set_value("zebra protocol images").run()
-    at.session_state["lab_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    at.run()
+    lab = next(h.value for h in at.html if 'class="rc-lab"' in h.value)
+    assert "<script" not in lab and "<img" not in lab and "&lt;script&gt;alert(1)&lt;/script&gt;" in lab
+    at.selectbox(key="lab_pick").set_value(1).run()
     ok(at)
     assert any("<script>alert(1)</script>" in c.value for c in at.code)
     for t in _all_markdown(at):

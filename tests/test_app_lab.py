@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app_support import QUESTION, app_env, markdown_text, ok, started  # noqa: F401
+from tests.app_support import QUESTION, app_env, html_table, markdown_text, ok, started  # noqa: F401
 
 pytestmark = pytest.mark.slow
 LAB = "pages/retrieval_lab.py"
@@ -18,7 +18,9 @@ def _lab(question: str = QUESTION):
 
 
 def _table(at):
-    return next(d.value for d in at.dataframe if "status" in d.value.columns and "fused" in d.value.columns)
+    """The lab's chunk table (st.html): what each cell shows, its hover text, kept or cut."""
+    df = html_table(at, "rc-lab")
+    return df.assign(kept=df["row class"] == "kept", status=df["kept / cut"])
 
 
 def _metrics(at) -> dict[str, str]:
@@ -29,12 +31,17 @@ def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
     at = _lab()
     queries = at.session_state["lab_queries"]
     df = _table(at)
-    for col in ("rank", "status", "locator", "section", "cosine", "BM25", "fused", "open"):
+    for col in ("rank", "kept / cut", "cosine", "BM25", "fused", "locator", "section", "passage"):
         assert col in df.columns, col
     assert df["kept"].sum() == 6 and set(df.loc[~df["kept"], "status"]) <= {"cut: top-K", "cut: dedupe", "cut: threshold"}
     assert list(df.loc[df["kept"], "status"]) == [f"kept [{i}]" for i in range(1, 7)]
-    assert df["locator"].str.len().max() <= 30 and df["section"].str.len().max() <= 26  # shortened to fit
-    assert df["open"].iloc[0].startswith("library?path=") and "&lines=" in df["open"].iloc[0]
+    # shortened to fit 1280 px, in full on hover
+    assert df["locator"].str.len().max() <= 30 and df["locator title"].str.fullmatch(r"[\w./-]+\.md:\d+-\d+").all()
+    assert (df["locator title"].str.len() > df["locator"].str.len()).any()
+    assert all(t.endswith(s.removeprefix("› ")) for s, t in zip(df["section"], df["section title"]) if t)
+    assert (df["passage title"].str.len() >= df["passage"].str.len() - 1).all()
+    cut = df.loc[~df["kept"]].iloc[0]
+    assert cut["kept / cut title"].startswith("Cut: ")  # why it was cut, on hover
     assert df["cosine"].between(-1, 1).all()
     assert any(c.proto.spec and "threshold" in c.proto.spec for c in at.get("vega_lite_chart")), "histogram with the threshold rule"
     n_candidates = len(df)
@@ -76,13 +83,20 @@ def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
     assert at.button(key="lab_apply").disabled
 
 
-def test_selecting_a_row_shows_the_chunk_text(app_env):
+def test_picking_a_rank_shows_the_chunk_text_and_rows_sort_by_a_score(app_env):
     at = _lab()
-    # AppTest cannot click a dataframe row; set the selection state the frontend would send
-    at.session_state["lab_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    at.run()
+    assert not at.code  # nothing picked yet
+    at.selectbox(key="lab_pick").set_value(1).run()
     ok(at)
     assert at.code and "threshold" in at.code[0].value.lower()
+    assert any("lines=" in p.proto.query_string for p in at.get("page_link") if "Open these lines" in p.proto.label)
+    # sorted by BM25, highest first, chunks without a BM25 score last; the rank column still says each one's rank
+    at.segmented_control(key="lab_order").set_value("BM25").run()
+    ok(at)
+    df = _table(at)
+    scores = df["BM25"].dropna()
+    assert scores.is_monotonic_decreasing and df["BM25"].isna().sum() == len(df) - len(scores)
+    assert sorted(df["rank"]) == list(range(1, len(df) + 1)) and list(df["rank"]) != sorted(df["rank"])
 
 
 def test_ab_comparison_shows_overlap_added_dropped_moved(app_env):
@@ -131,40 +145,34 @@ def test_probe_explains_why_a_chunk_was_not_retrieved(app_env):
     assert "Verdict" in markdown_text(at) or at.warning
 
 
-def _table_element(at):
-    return next(d for d in at.dataframe if "status" in d.value.columns and "fused" in d.value.columns)
-
-
 def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
     at = _lab()
-    shown = list(_table_element(at).proto.column_order)
-    assert {"doc score", "doc #"} <= set(shown) and "field" not in shown, shown  # documents ranked by default
+    shown = list(_table(at).columns)
+    assert {"doc", "doc #"} <= set(shown) and "field" not in shown, shown  # documents ranked by default
     assert not any(c.value.startswith("expanded with:") for c in at.caption)
     # every signal off: no empty columns
     at.slider(key="lab_dd_w").set_value(0.0).run()
     at.slider(key="lab_nw_w").set_value(0.0).run()
     ok(at)
-    assert not {"field", "doc score", "doc #"} & set(_table_element(at).proto.column_order)
+    assert not {"field", "doc", "doc #"} & set(_table(at).columns)
     queries = at.session_state["lab_queries"]
 
     # fielded BM25 on: a new ranking (queries again), the field part shown; the notebook's settings untouched
     at.number_input(key="lab_fw_w").set_value(2.0).run()
     ok(at)
     assert at.session_state["lab_queries"] > queries
-    el = _table_element(at)
-    assert "field" in el.proto.column_order
-    df = el.value
+    df = _table(at)
+    assert "field" in df.columns
     assert df["field"].notna().all() and (df["field"] > 0).any() and (df["field"] <= df["BM25"] + 1e-6).all()
     assert at.session_state["rc_base"].field_weight == 0.0
 
     # documents, then passages: every chunk carries its document's score and rank; one document, one score
     at.slider(key="lab_dd_w").set_value(1.0).run()
     ok(at)
-    el = _table_element(at)
-    assert {"doc score", "doc #"} <= set(el.proto.column_order)
-    df = el.value
-    assert df["doc #"].min() == 1 and df["doc score"].notna().all()
-    per_doc = df.assign(path=df["open"].str.extract(r"path=([^&]+)")[0]).groupby("path")["doc #"].nunique()
+    df = _table(at)
+    assert {"doc", "doc #"} <= set(df.columns)
+    assert df["doc #"].min() == 1 and df["doc"].notna().all()
+    per_doc = df.assign(path=df["locator title"].str.split(":").str[0]).groupby("path")["doc #"].nunique()
     assert (per_doc == 1).all()
 
     # expansion: the terms it added, with their weights, above the table
@@ -174,9 +182,8 @@ def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
     terms = at.session_state["lab_result"][1].expansion_terms
     assert 1 <= len(terms) <= 4 and all(f"`{t}` ({w:.2f})" in line for t, w in terms), line
 
-    # the selected row: its matched fields and its document
-    at.session_state["lab_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    at.run()
+    # the picked chunk: its matched fields and its document
+    at.selectbox(key="lab_pick").set_value(1).run()
     ok(at)
     detail = next(c.value for c in at.caption if "matched fields" in c.value)
     assert "document rank" in detail and ":" in detail.split("matched fields")[1]

@@ -8,7 +8,7 @@ import time
 import pytest
 import streamlit as st
 
-from tests.app_support import QUESTION, app_env, ask, captions, markdown_text, ok, page_links, started  # noqa: F401
+from tests.app_support import QUESTION, app_env, ask, captions, html_table, markdown_text, ok, page_links, started  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -176,7 +176,8 @@ def test_open_a_cell_in_the_retrieval_lab(app_env):
     at.button(key=f"lab_{cell_id}").click().run()
     ok(at)
     assert at.text_input(key="lab_q").value == QUESTION
-    assert any("status" in d.value.columns and "cosine" in d.value.columns for d in at.dataframe)
+    lab = html_table(at, "rc-lab")
+    assert {"kept / cut", "cosine", "BM25", "fused"} <= set(lab.columns) and (lab["row class"] == "kept").sum() == 6
 
 
 def test_empty_and_overlong_questions_are_refused_with_a_reason(app_env):

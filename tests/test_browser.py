@@ -6,7 +6,7 @@ files ("app, evaluate, library…") must never appear, and the app's own navigat
 within 2 s of the first response. Then: a question the guide answers, its citation read in place
 (hover and the preview beside the answer) and opened in the viewer; the lab's controls not
 changing the notebook until applied; the lab's table fitting 1280 px with every retrieval signal on
-(no sideways scroll); the notebook's evidence table fitting 1280 and 1400 px, full text on hover;
+(no sideways scroll, full text on hover); the notebook's evidence table fitting 1280 and 1400 px, full text on hover;
 a background ingest that the analyst cancels while using
 the app; renaming and deleting that collection; settings surviving a restart of the app; Stop
 on a slow model. All along, the browser must fetch nothing from a host other than the app's.
@@ -199,19 +199,38 @@ def _threshold_slider(page):
     return page.locator(THRESHOLD)
 
 
+def _lab_ask(page, question: str = QUESTION, tries: int = 3) -> None:
+    """Ask in the lab and wait for its table. On a loaded machine a question typed while a rerun is
+    redrawing the page can be lost with the input it was typed into (the run replaces the element):
+    wait until the app is idle before typing, and type it again if no table comes."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(tries):
+        _idle(page)
+        q = page.get_by_role("textbox", name="Question")
+        q.fill(question)
+        q.press("Enter")
+        try:
+            page.locator(".rc-lab table").first.wait_for(timeout=45_000)
+            return
+        except PlaywrightTimeout:
+            print(f"the lab showed no table after try {attempt + 1}")
+    raise AssertionError(f"the lab showed no table after {tries} tries")
+
+
 def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots):
     page.goto(server.url + "/")
+    # run alone, this test meets the demo ingest of a cold start: the notebook shows once it is done
+    page.locator("textarea[data-testid='stChatInputTextArea']").wait_for(timeout=240_000)
     _nav(page, "Retrieval lab")
-    q = page.get_by_role("textbox", name="Question")
-    q.fill(QUESTION)
-    q.press("Enter")
-    page.locator("[data-testid='stDataFrame']").first.wait_for()
+    _lab_ask(page)
     thumb = _threshold_slider(page)
     thumb.focus()
     for _ in range(29):  # fast keyboard moves, as in the report
         page.keyboard.press("ArrowRight")
     _slider_to(page, "0.29")
-    page.get_by_text("Cut: threshold").first.wait_for()
+    # the lab ran with what its slider shows: it now differs from the notebook (0.00)
+    page.get_by_role("button", name="Use these settings in the notebook").and_(page.locator(":enabled")).wait_for()
     _idle(page)
     _shot(page, shots, "2-retrieval-lab")
     assert not page.locator("[data-testid='stSidebar'] [data-testid='stSlider']").count(), "no retrieval slider in the sidebar"
@@ -219,54 +238,67 @@ def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots)
     caption = page.get_by_text(re.compile(r"Asking .* threshold"))
     caption.first.wait_for()
     assert "threshold 0.00" in caption.first.inner_text()
-    # explicitly: the lab's settings into the notebook
+    # explicitly: the lab's settings into the notebook. What the lab's slider shows is what it used
+    # and what is applied: a key press dropped on a busy machine must not leave it showing 0.29
+    # while using 0.28 (ui.state.bound adopts the widget's value)
     _nav(page, "Retrieval lab")
+    _idle(page)
     page.get_by_role("button", name="Use these settings in the notebook").click()
     toast = page.get_by_text("The notebook now uses").first
     toast.wait_for()
-    # what was applied: 0.29, or 0.28 when a fast key press was dropped on a busy machine (ui.state.bound
-    # can then show 0.29 while the lab uses 0.28: a known defect, see issue 13); the notebook must use it
-    applied = re.search(r"threshold (0\.2[89])", toast.inner_text())
-    assert applied, toast.inner_text()
+    assert "threshold 0.29" in toast.inner_text(), toast.inner_text()
     _idle(page)
     _nav(page, "Notebook")
-    page.get_by_text(re.compile(r"threshold " + re.escape(applied.group(1)))).first.wait_for()
+    page.get_by_text(re.compile(r"Asking .* threshold 0\.29")).first.wait_for()
 
 
-# glide-data-grid's scroll area inside st.dataframe (Streamlit 1.67): wider content than box = a horizontal scroll
-_GRID_OVERFLOW_JS = """() => [...document.querySelectorAll("[data-testid='stDataFrame'] .dvn-scroller")]
-  .map(s => s.scrollWidth - s.clientWidth)"""
+# the lab's chunk table (ui/labtable.py, in st.html): overflow of its box, and where the score headers end
+_LAB_FIT_JS = """() => {
+  const box = document.querySelector("[data-testid='stMainBlockContainer'] .rc-lab");
+  const heads = Object.fromEntries([...box.querySelectorAll("th")].map(th => [th.innerText.trim(), th.getBoundingClientRect().right]));
+  return {overflow: box.scrollWidth - box.clientWidth, heads: heads, viewport: window.innerWidth,
+          pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+}"""
 
 
-@pytest.mark.skip(reason="flaky in the full suite (failed 2 of 4 fresh-clone runs: the lab's first query never showed its "
-                         "table within 60 s; passes alone); to be made robust, see the session-4 note on issue 13")
-def test_the_lab_table_fits_1280_px_with_every_signal_on(server, page, shots):
+def test_the_lab_table_fits_1280_px_with_every_signal_on_and_shows_full_text_on_hover(server, page, shots):
     page.set_viewport_size({"width": 1280, "height": 1000})
     page.goto(server.url + "/")
-    # run alone, this test meets the demo ingest of a cold start: the notebook shows once it is done
     page.locator("textarea[data-testid='stChatInputTextArea']").wait_for(timeout=240_000)
     _nav(page, "Retrieval lab")
-    q = page.get_by_role("textbox", name="Question")
-    q.fill(QUESTION)
-    q.press("Enter")
-    page.locator("[data-testid='stDataFrame'] .dvn-scroller").first.wait_for()
-    assert page.evaluate(_GRID_OVERFLOW_JS) == [0], "the lab's table scrolls sideways at 1280 px"
+    _lab_ask(page)
     page.get_by_role("button", name="Signals").click()
     for label, value in (("Field weight (titles, sections, anchors, file names)", "2"), ("Expansion terms (0 = off)", "5")):
+        _idle(page)
         box = page.get_by_role("spinbutton", name=label)
         box.fill(value)
         box.press("Enter")
         page.get_by_text(re.compile(r"^Signals: .*" + ("field weight 2" if value == "2" else "5 expansion terms"))).first.wait_for()
-    page.locator("[data-testid='stPopoverBody'] input[type='range'][aria-label='Document decay']").focus()
-    page.keyboard.press("End")  # decay 1.0: documents ranked, then passages
-    page.get_by_text(re.compile(r"^Signals: .*document decay 1")).first.wait_for()
     page.keyboard.press("Escape")
-    page.get_by_text("expanded with:").first.wait_for()
+    expanded = page.get_by_text("expanded with:").first
+    expanded.wait_for()
+    # the signals on by default stay on, and the expansion terms carry their weights (the best at
+    # the default 0.30): the popover's other controls are not reset to their minimum when it opens
+    summary = page.get_by_text(re.compile(r"^Signals: ")).first.inner_text()
+    assert "document decay 1" in summary and "named pages 0.6" in summary, summary
+    assert "(0.30)" in expanded.inner_text(), expanded.inner_text()
     page.mouse.move(5, 990)  # no popover or tooltip over the table
-    time.sleep(1.0)  # the last rerun settles
+    _idle(page)
     _shot(page, shots, "2b-retrieval-lab-signals-1280")
-    # three more columns (field, doc, doc #): locator and section give way, the scores stay in view
-    assert page.evaluate(_GRID_OVERFLOW_JS) == [0], "with the signals on, the lab's table scrolls sideways at 1280 px"
+    fit = page.evaluate(_LAB_FIT_JS)
+    # every signal column on (field, doc, doc #): locator, section and passage give way, the scores stay in view
+    assert fit["overflow"] == 0 and fit["pageOverflow"] <= 0, fit
+    for head in ("rank", "kept / cut", "cosine", "BM25", "fused", "field", "doc", "doc #"):
+        assert head in fit["heads"] and fit["heads"][head] <= fit["viewport"], (head, fit)
+    # a shortened cell shows its full text on hover (the browser's title tooltip)
+    table = page.locator(".rc-lab table")
+    cell = table.locator("td.loc", has_text="…").first
+    cell.hover()
+    shown, title = cell.inner_text(), cell.get_attribute("title") or ""
+    head, tail = shown.split("…")
+    assert re.fullmatch(r"[\w./-]+\.md:\d+-\d+", title) and title.startswith(head) and title.endswith(tail), (shown, title)
+    assert table.locator("td.txt").first.get_attribute("title"), "the passage on hover"
+    assert (table.locator("tr.cut td.st").first.get_attribute("title") or "").startswith("Cut: ")
 
 
 # the notebook's evidence table (ui/cells.py evidence_table_html, in st.html): its box, its table and

@@ -109,7 +109,7 @@ def test_numbers_right_aligned_dash_for_absent_and_kept_cut_reasons_in_rank_orde
     assert list(df["rank"]) == [1, 2, 3, 4, 5, 6, 7]
     assert list(df["status"]) == ["used [1]", "cut: dedupe", "cut: threshold", "cited [2]", "cut: top-K", "cut: top-K", "cut: top-K"]
     header, *rows = _parse(evidence_table_html(df)).rows
-    assert [h[2] for h in header] == [c[1] for c in EVIDENCE_COLUMNS]
+    assert [h[2] for h in header] == [c.header for c in EVIDENCE_COLUMNS]
     first = {c[1]["class"]: c for c in rows[0]}
     assert [c[2] for c in rows[0][:5]] == ["1", "used [1]", "0.500", "–", "–"]  # no None, no nan
     assert all(c[1]["class"] == "num" for c in rows[0] if c[2][:1].isdigit() or c[2] == "–")
@@ -137,5 +137,5 @@ def test_evidence_without_candidates_and_selections_still_listed():
 def test_table_is_laid_out_to_fit_its_box():
     html = evidence_table_html(evidence_frame(_hostile_run()))
     assert "table-layout:fixed" in html and "text-overflow:ellipsis" in html and "width:100%" in html
-    widths = [w for _, _, w, _, _ in EVIDENCE_COLUMNS]
+    widths = [c.width for c in EVIDENCE_COLUMNS]
     assert widths.count("auto") == 1  # one column takes what is left, so the fixed ones never push the table wider

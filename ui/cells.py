@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any, Callable
 
 import pandas as pd
 import streamlit as st
 
 from ragcore.answerability import describe
-from ragcore.textutil import normalize_ws
 
+from .htmltable import CUT_HELP, CUT_LABELS, Column, table_html
 from .notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs, locator
 from .render import (
     BADGE_COLORS, answer_markdown, fmt_score, latency_line, md_escape, md_inline, shorten, viewer_params,
@@ -108,13 +107,6 @@ def citation_preview(run: Run, collection: str, key: str) -> None:
 
 
 NEAR_MISSES = 3  # cut candidates shown after the last kept one: what almost made it into the evidence
-_CUT_LABELS = {"threshold": "cut: threshold", "dedupe": "cut: dedupe", "top_k": "cut: top-K", "filter": "cut: filter"}
-_CUT_HELP = {
-    "threshold": "Cut: its cosine is below the threshold.",
-    "dedupe": "Cut: another passage of the same section ranked higher (per-section dedupe).",
-    "top_k": "Cut: ranked below the top-K.",
-    "filter": "Cut: outside the path filter.",
-}
 
 
 def _shown_candidates(cands: list[dict[str, Any]], near_misses: int) -> list[dict[str, Any]]:
@@ -129,7 +121,7 @@ def _evidence_row(src: dict[str, Any], *, rank: Any, n: Any, cut: str | None, ci
     ch = src.get("chunk") or {}
     where = locator(ch) if src.get("origin") != "selection" else f"selection: {locator(ch)}"
     is_cited = n is not None and int(n) in cited
-    status = _CUT_LABELS.get(cut or "", f"cut: {cut}") if cut else (f"{'cited' if is_cited else 'used'} [{n}]" if n is not None else "kept")
+    status = CUT_LABELS.get(cut or "", f"cut: {cut}") if cut else (f"{'cited' if is_cited else 'used'} [{n}]" if n is not None else "kept")
     return {
         "rank": rank, "n": n, "status": status, "cited": is_cited, "cut": cut or "",
         "cosine": src.get("dense_score"), "BM25": src.get("sparse_score"), "fused": src.get("fused_score"),
@@ -158,75 +150,29 @@ def evidence_frame(run: Run, near_misses: int = NEAR_MISSES) -> pd.DataFrame:
         {"rank": "Int64", "n": "Int64", "cosine": "float64", "BM25": "float64", "fused": "float64"})
 
 
-# (column, header, width, css class, header hover text): fixed widths for the short columns, shares
-# of the rest for the text ones, so the table fits its box at 1280 px and the scores are never off-screen
-EVIDENCE_COLUMNS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("rank", "rank", "3.2em", "num", "Rank by the retrieval mode's score (– : not a ranked candidate)"),
-    ("status", "kept / cut", "6.8em", "st", "cited [n] / used [n]: evidence number given to the composer; cut: why it was left out"),
-    ("cosine", "cosine", "4.3em", "num", "Dense score: cosine similarity of question and chunk, -1..1 (the threshold applies to it)"),
-    ("BM25", "BM25", "3.9em", "num", "Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)"),
-    ("fused", "fused", "4.7em", "num", "RRF or weighted fusion score"),
-    ("locator", "locator", "27%", "loc", "path:lines, shortened; hover for the full text"),
-    ("section", "section", "19%", "sec", "Section path, shortened; hover for the full text"),
-    ("text", "passage", "auto", "txt", "The chunk's text; hover for all of it"),
+# fixed widths for the short columns, shares of the rest for the text ones, so the table fits its
+# box at 1280 px and the scores are never off-screen
+EVIDENCE_COLUMNS: tuple[Column, ...] = (
+    Column("rank", "rank", "3.2em", "num", "Rank by the retrieval mode's score (– : not a ranked candidate)"),
+    Column("status", "kept / cut", "6.8em", "st", "cited [n] / used [n]: evidence number given to the composer; cut: why it was left out"),
+    Column("cosine", "cosine", "4.3em", "num", "Dense score: cosine similarity of question and chunk, -1..1 (the threshold applies to it)", digits=3),
+    Column("BM25", "BM25", "3.9em", "num", "Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)", digits=2),
+    Column("fused", "fused", "4.7em", "num", "RRF or weighted fusion score", digits=4),
+    Column("locator", "locator", "27%", "loc", "path:lines, shortened; hover for the full text", long="locator"),
+    Column("section", "section", "19%", "sec", "Section path, shortened; hover for the full text", long="section"),
+    Column("text", "passage", "auto", "txt", "The chunk's text; hover for all of it", long="text"),
 )
-_DIGITS = {"cosine": 3, "BM25": 2, "fused": 4}
-_LONG = ("locator", "section", "text")  # shortened in the table, in full on hover
-
-EVIDENCE_CSS = """<style>
-.rc-ev{width:100%;overflow-x:auto}
-.rc-ev table{width:100%;table-layout:fixed;border-collapse:collapse;font-size:13px;line-height:1.45;margin:0}
-.rc-ev th,.rc-ev td{padding:3px 6px;border:0;border-bottom:1px solid rgba(128,128,128,.22);white-space:nowrap;
-  overflow:hidden;text-overflow:ellipsis;text-align:left;vertical-align:top}
-.rc-ev th{font-weight:600;opacity:.75;border-bottom:1px solid rgba(128,128,128,.45)}
-.rc-ev .num{text-align:right;font-variant-numeric:tabular-nums}
-.rc-ev tr.cut td{opacity:.55}
-.rc-ev tr.cited td.st{font-weight:600}
-</style>"""
-
-
-def _cell_text(col: str, v: Any) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and v != v):  # None, <NA>, NaN
-        return "–"
-    if col in _DIGITS:
-        return f"{float(v):.{_DIGITS[col]}f}"
-    return str(v) if str(v) else "–"
-
-
-def _short(col: str, full: str) -> str:
-    """What a long cell shows; CSS ellipsis is the safety net when even that is too wide for its column."""
-    if col == "locator":  # keep the file name and lines at the end
-        return shorten(full, 30)
-    if col == "section":  # the innermost heading says most; the whole path is on hover
-        leaf = full.split(" › ")[-1]
-        return leaf if leaf == full else "› " + leaf
-    flat = normalize_ws(full)
-    return flat if len(flat) <= 120 else flat[:119] + "…"
-
-
-def _td(col: str, klass: str, row: Any) -> str:
-    full = _cell_text(col, row[col])
-    shown = _short(col, full) if col in _LONG and full != "–" else full
-    hover = full if col in _LONG else (_CUT_HELP.get(row["cut"], "") if col == "status" else "")
-    title = f' title="{escape(hover, quote=True)}"' if hover and hover != "–" else ""
-    return f'<td class="{klass}"{title}>{escape(shown, quote=True)}</td>'
 
 
 def evidence_table_html(df: pd.DataFrame) -> str:
-    """The evidence table as compact HTML for ``st.html``: every document text (locator, section, chunk
-    text) ``html.escape``d, long cells shortened with the full text in ``title`` (the browser's own
-    hover), numbers right-aligned, "–" for an absent value. ``st.dataframe`` cannot show a tooltip per
-    cell (Streamlit 1.67 ignores Styler tooltips), hence HTML."""
-    e = escape
-    head = "".join(f'<col style="width:{w}">' if w != "auto" else "<col>" for _, _, w, _, _ in EVIDENCE_COLUMNS)
-    ths = "".join(f'<th class="{k}" title="{e(t, quote=True)}">{e(h)}</th>' for _, h, _, k, t in EVIDENCE_COLUMNS)
-    body = []
-    for _, row in df.iterrows():
-        klass = "cut" if row["cut"] else "cited" if row["cited"] else "used"
-        tds = "".join(_td(col, k, row) for col, _, _, k, _ in EVIDENCE_COLUMNS)
-        body.append(f'<tr class="{klass}">{tds}</tr>')
-    return (f'{EVIDENCE_CSS}<div class="rc-ev"><table><colgroup>{head}</colgroup>'
-            f'<thead><tr>{ths}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    """The evidence table as compact HTML for ``st.html`` (``ui/htmltable.py`` says why HTML): every
+    document text escaped, long cells shortened with the full text on hover, "–" for an absent value,
+    a cut row's reason on its status cell's hover."""
+    return table_html(
+        df.to_dict("records"), EVIDENCE_COLUMNS, box="rc-ev",
+        row_class=lambda r: "cut" if r["cut"] else "cited" if r["cited"] else "used",
+        title_of=lambda col, r: CUT_HELP.get(r["cut"], "") if col.key == "status" else "",
+    )
 
 
 def sentence_frame(run: Run) -> pd.DataFrame:

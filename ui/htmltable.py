@@ -1,0 +1,104 @@
+"""Compact score tables as HTML for ``st.html``: the notebook's evidence table and the lab's chunk table.
+
+Why HTML: ``st.dataframe`` (Streamlit 1.67) cannot show a cell's full text on hover (it ignores
+Styler tooltips), and both tables must fit 1280 px with long locators and sections shortened and
+their full text a hover away. So each long cell shows a shortened text and carries the whole of it
+in ``title``, the browser's own tooltip; no script is involved.
+
+Every document-derived string (locator, section, chunk text) is ``html.escape``d, in the cell and
+in the attribute: chunk text is data, never markup.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import pandas as pd
+
+from ragcore.textutil import normalize_ws
+from .render import shorten
+
+Long = Literal["locator", "section", "text"]
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # the row's field
+    header: str
+    width: str  # a CSS width ("3.2em", "27%"), or "auto" for what the others leave
+    klass: str  # the cell's CSS class: "num" right-aligns, the rest are for tests and styling
+    help: str  # the header's hover text
+    digits: int | None = None  # a number shown with this many decimals
+    long: Long | None = None  # shortened in the cell, in full on hover
+
+
+TABLE_CSS = """<style>
+.{box}{{width:100%;overflow-x:auto}}
+.{box} table{{width:100%;table-layout:fixed;border-collapse:collapse;font-size:13px;line-height:1.45;margin:0}}
+.{box} th,.{box} td{{padding:3px 6px;border:0;border-bottom:1px solid rgba(128,128,128,.22);white-space:nowrap;
+  overflow:hidden;text-overflow:ellipsis;text-align:left;vertical-align:top}}
+.{box} th{{font-weight:600;opacity:.75;border-bottom:1px solid rgba(128,128,128,.45)}}
+.{box} .num{{text-align:right;font-variant-numeric:tabular-nums}}
+.{box} tr.cut td{{opacity:.55}}
+.{box} tr.cited td.st,.{box} tr.kept td.st{{font-weight:600}}
+</style>"""
+
+# a cut candidate's status in both tables, and why it was cut (the status cell's hover)
+CUT_LABELS = {"threshold": "cut: threshold", "dedupe": "cut: dedupe", "top_k": "cut: top-K", "filter": "cut: filter"}
+CUT_HELP = {
+    "threshold": "Cut: its cosine is below the threshold.",
+    "dedupe": "Cut: another passage of the same section ranked higher (per-section dedupe).",
+    "top_k": "Cut: ranked below the top-K.",
+    "filter": "Cut: outside the path filter.",
+}
+PASSAGE_CHARS = 120  # a passage cell shows this much of the chunk; CSS ellipsis cuts it further to fit
+
+
+def cell_text(col: Column, v: Any) -> str:
+    """The full text of a cell: "–" for an absent value (None, <NA>, NaN, empty)."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if col.digits is not None:
+        return f"{float(v):.{col.digits}f}"
+    return str(v) if str(v) else "–"
+
+
+def short_text(long: Long, full: str) -> str:
+    """What a long cell shows; CSS ellipsis is the safety net when even that is too wide for its column."""
+    if long == "locator":  # keep the file name and lines at the end
+        return shorten(full, 30)
+    if long == "section":  # the innermost heading says most; the whole path is on hover
+        leaf = full.split(" › ")[-1]
+        return leaf if leaf == full else "› " + leaf
+    flat = normalize_ws(full)
+    return flat if len(flat) <= PASSAGE_CHARS else flat[: PASSAGE_CHARS - 1] + "…"
+
+
+def _td(col: Column, row: Mapping[str, Any], title_of: Callable[[Column, Mapping[str, Any]], str]) -> str:
+    full = cell_text(col, row.get(col.key))
+    shown = short_text(col.long, full) if col.long and full != "–" else full
+    hover = full if col.long else title_of(col, row)
+    title = f' title="{escape(hover, quote=True)}"' if hover and hover != "–" else ""
+    return f'<td class="{col.klass}"{title}>{escape(shown, quote=True)}</td>'
+
+
+def table_html(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, box: str,
+    row_class: Callable[[Mapping[str, Any]], str] = lambda row: "",
+    title_of: Callable[[Column, Mapping[str, Any]], str] = lambda col, row: "",
+) -> str:
+    """``rows`` as a fixed-layout table inside ``<div class="{box}">``, with its own CSS.
+
+    ``row_class`` gives a row its CSS class ("cut" dims it); ``title_of`` a hover text for a short
+    cell (a long cell's hover is always its full text)."""
+    head = "".join(f'<col style="width:{c.width}">' if c.width != "auto" else "<col>" for c in columns)
+    ths = "".join(f'<th class="{c.klass}" title="{escape(c.help, quote=True)}">{escape(c.header)}</th>' for c in columns)
+    body = "".join(
+        f'<tr class="{escape(row_class(row), quote=True)}">{"".join(_td(c, row, title_of) for c in columns)}</tr>'
+        for row in rows
+    )
+    return (f'{TABLE_CSS.format(box=box)}<div class="{box}"><table><colgroup>{head}</colgroup>'
+            f'<thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table></div>')
