@@ -130,8 +130,11 @@ def _slider_to(page, value: str, tries: int = 60) -> None:
 
 
 def _nav(page, title: str) -> None:
-    """Navigate inside the app (same session): a page load would start a new session."""
+    """Navigate inside the app (same session): a page load would start a new session. Returns once
+    the page's own heading shows (until then the previous page's text is still on screen)."""
     page.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a", has_text=title).click()
+    page.locator("[data-testid='stMainBlockContainer'] h2", has_text=title).first.wait_for()
+    _idle(page)  # and the run has ended: the previous page's elements are gone
 
 
 def _ask(page, question: str = QUESTION) -> None:
@@ -235,7 +238,7 @@ def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots)
     _shot(page, shots, "2-retrieval-lab")
     assert not page.locator("[data-testid='stSidebar'] [data-testid='stSlider']").count(), "no retrieval slider in the sidebar"
     _nav(page, "Notebook")
-    caption = page.get_by_text(re.compile(r"Asking .* threshold"))
+    caption = page.get_by_text(re.compile(r"^Asking .* threshold"))
     caption.first.wait_for()
     assert "threshold 0.00" in caption.first.inner_text()
     # explicitly: the lab's settings into the notebook. What the lab's slider shows is what it used
@@ -249,7 +252,7 @@ def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots)
     assert "threshold 0.29" in toast.inner_text(), toast.inner_text()
     _idle(page)
     _nav(page, "Notebook")
-    page.get_by_text(re.compile(r"Asking .* threshold 0\.29")).first.wait_for()
+    page.get_by_text(re.compile(r"^Asking .* threshold 0\.29")).first.wait_for()
 
 
 # the lab's chunk table (ui/labtable.py, in st.html): overflow of its box, and where the score headers end
