@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ragcore.autocalibrate import (
-    AUTO_KEY, BAR_POSITION, AbstainBarInfo, bar_info, choose_bar, clean_heading, drop_high_outliers,
-    generate_questions, offtopic_questions,
+    AUTO_KEY, BAR_POSITION, AbstainBarInfo, auto_calibrate, bar_info, calibration_scores, choose_bar, clean_heading,
+    drop_high_outliers, ensure_auto_calibration, generate_questions, offtopic_questions,
 )
 from ragcore.config import RagcoreSettings
 from ragcore.eval.calibration import calibrate
@@ -171,6 +171,12 @@ def test_notes_corpus_answers_and_abstains_at_the_auto_bar(notes: tuple[Engine, 
     assert info.source == "auto" and info.value == auto["bar"]
     assert info.expected_answer_rate >= 0.7 and info.expected_abstain_rate >= 0.95
     assert e.abstain_bar() == (auto["bar"], info.description)
+    # the stored bar is what the scores give again (same seed), and the scores are the two sets'
+    assert auto_calibrate(e, "notes", e.settings, save=False).bar == auto["bar"]
+    sc = calibration_scores(e, "notes", e.settings, seed=7)
+    assert len(sc.answerable) == len(sc.generated) >= 12
+    assert sc.generated != tuple(generate_questions(e.retriever.index("notes").chunks))  # another seed, another sample
+    assert len(sc.offtopic) == len(offtopic_questions()) == auto["n_offtopic"] + auto["n_offtopic_dropped"]
     ans = {q: e.support(q).score for q in ANSWERABLE}
     off = {q: e.support(q).score for q in OFFTOPIC}
     assert min(ans.values()) < e.settings.abstain_bar  # the issue: the default bar abstains on these notes
@@ -211,6 +217,10 @@ def test_a_new_corpus_version_recalibrates_and_an_unchanged_one_does_not(notes: 
     assert meta["corpus_version"] != first["corpus_version"] == first["corpus_version"]
     assert again["corpus_version"] == meta["corpus_version"] and again["n_answerable"] > first["n_answerable"]
     assert not e.abstain_bar_info("notes").stale
+    # a bar stored by an older rule (another method name) is recomputed, not trusted
+    e.store.write_meta("notes", {AUTO_KEY: {**again, "method": "generated-vs-offtopic", "bar": 0.99}})
+    assert ensure_auto_calibration(e, "notes", e.settings).bar == again["bar"]
+    assert e.store.read_meta("notes")[AUTO_KEY]["method"] == again["method"] != "generated-vs-offtopic"
 
 
 def test_ingest_without_calibration_and_uploads(make_engine) -> None:
