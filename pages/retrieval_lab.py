@@ -242,17 +242,18 @@ with tab_ev:
             st.caption("Expansion is on, but added no terms" + (" (dense mode has no BM25 query)." if ls.retrieval_mode == "dense" else "."))
         if result.candidates:
             st.altair_chart(histogram(result, ls.threshold), width="stretch")
-            order = st.segmented_control(
-                "Order", list(ORDERS), default="rank", key="lab_order", label_visibility="collapsed",
+            by_rank = {c.rank: c for c in result.candidates}
+            left, right = st.columns([2, 3], vertical_alignment="bottom")
+            order = left.segmented_control(
+                "Order", list(ORDERS), default="rank", key="lab_order",
                 help="Sort the rows by rank (the retrieval mode's order) or by one score, highest first",
             ) or "rank"
-            st.html(lab_table_html(result, fusion=ls.fusion, order=order, fields_on=FIELDS_ON, docs_on=DOCS_ON))
-            by_rank = {c.rank: c for c in result.candidates}
-            pick = st.selectbox(
+            pick = right.selectbox(
                 "Read a chunk in full", list(by_rank), index=None, key="lab_pick",
                 placeholder="Pick a rank: its full text, every score and a link to its lines",
                 format_func=lambda r: f"#{r} · {'kept' if by_rank[r].kept else 'cut'} · {by_rank[r].chunk.locator.split('#')[0]}",
             )
+            st.html(lab_table_html(result, fusion=ls.fusion, order=order, fields_on=FIELDS_ON, docs_on=DOCS_ON))
             if pick in by_rank:
                 c: Candidate = by_rank[pick]
                 with st.container(border=True):

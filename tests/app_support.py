@@ -223,7 +223,7 @@ def html_table(at, box: str):
     and ``row class`` (kept / cut / cited / used)."""
     import pandas as pd
 
-    body = next(h.proto.body for h in at.main.get("html") if f'class="{box}"' in h.proto.body)
+    body = next(h.proto.body for h in at.main.get("html") if f'class="{box}' in h.proto.body)
     p = _TableParser()
     p.feed(body)
     (_, head), *rows = p.rows

@@ -96,7 +96,7 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     # the lab: its table is escaped HTML (text and hover); a picked chunk's text opens in st.code
     at.switch_page("pages/retrieval_lab.py").run()
     at.text_input(key="lab_q").set_value("zebra protocol images").run()
-    lab = next(h.value for h in at.html if 'class="rc-lab"' in h.value)
+    lab = next(h.value for h in at.html if 'class="rc-lab' in h.value)
     assert "<script" not in lab and "<img" not in lab and "&lt;script&gt;alert(1)&lt;/script&gt;" in lab
     at.selectbox(key="lab_pick").set_value(1).run()
     ok(at)

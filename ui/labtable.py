@@ -14,6 +14,7 @@ from ragcore.types import Candidate, RetrievalResult
 
 from .htmltable import CUT_HELP, CUT_LABELS, Column, table_html
 
+TABLE_HEIGHT_PX = 460  # about 17 rows; the rest scroll under a header that stays in view
 ORDERS = {"rank": "rank", "cosine": "cosine", "BM25": "BM25", "fused": "fused"}  # what the rows can be sorted by
 
 
@@ -81,4 +82,5 @@ def lab_table_html(
         lab_rows(res, order), lab_columns(res, fusion=fusion, fields_on=fields_on, docs_on=docs_on), box="rc-lab",
         row_class=lambda r: "kept" if r["kept"] else "cut",
         title_of=lambda col, r: CUT_HELP.get(r["cut"], "") if col.key == "status" else "",
+        max_height_px=TABLE_HEIGHT_PX,
     )
