@@ -310,3 +310,29 @@ def test_a_numbered_list_keeps_its_numbers_and_marks_each_items_sentences() -> N
         "1. **filter**: the path does not match. [3]\n2. **threshold**: too far. [3] Cut first. [3]\n"
         "- **dense**: the cosine, with its rank in the\n  dense branch. [3]"
     )
+
+
+LEANING = (
+    "Django lets you replace its built-in user model with a model of your own.\n"
+    "You should also define a custom manager for your custom user model.\n"
+    "The manager creates users and superusers for the custom user model.\n"
+)
+
+
+def test_the_answer_opens_on_a_sentence_that_stands_alone(guide_engine: Engine) -> None:
+    """The best-scoring sentence here says "also": it still is quoted, but not as the first line."""
+    from ragcore.synthesis.compose_rules import leans_back
+    from ragcore.synthesis.compose_units import Unit
+
+    sel = SelectionInput(LEANING, "notes.md", 1)
+    a = guide_engine.ask("How do I define a custom manager for a custom user model?", context="selection", selection=sel)
+    assert a.status == "ok"
+    lines = [normalize_ws(unmarked(s)) for s in re.split(r"(?<=\]) ", a.answer) if s.strip()]
+    assert any("You should also define" in s for s in lines), a.answer  # quoted…
+    assert "also" not in lines[0] and not lines[0].startswith(("This", "It ")), a.answer  # …not first
+    assert_verbatim(a)
+    for text, leans in (("You should also define a manager.", True), ("This method returns a queryset.", True),
+                        ("Same as for login_required().", True), ("However, the default is kept.", True),
+                        ("Set AUTH_USER_MODEL to your model.", False), ("Themes change the colours.", False),
+                        ("Its default is 0.", True), ("Usually the default is kept.", False)):
+        assert leans_back(Unit(0, len(text), text)) is leans, text

@@ -35,7 +35,7 @@ from ..citations.markers import markers_in
 from ..textutil import Span, content_terms, normalize_ws, sentence_spans
 from ..types import Evidence
 from .base import Synthesis, SynthesisJob, word_pieces
-from .compose_rules import adjust, intent_of, is_meta, says_what_to_do
+from .compose_rules import adjust, intent_of, is_meta, leans_back, says_what_to_do
 from .compose_units import Block, Unit, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
@@ -132,11 +132,13 @@ class ExtractiveComposer:
             if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
                 continue
             chosen.append(p)
-        # best unit first, the rest in reading order (evidence number, then position); for a
-        # how-to question the instructions and commands before the explanations
+        # the best unit that stands alone first, the rest in reading order (evidence number, then
+        # position); for a how-to question the instructions and commands before the explanations
         howto = intent_of(question).howto
-        rest = sorted(chosen[1:], key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
-        ordered = [chosen[0], *rest]
+        lead = next((p for p in chosen if not (p.unit and leans_back(p.unit))), chosen[0])
+        rest = sorted((p for p in chosen if p is not lead),
+                      key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
+        ordered = [lead, *rest]
         return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
 
 
