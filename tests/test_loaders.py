@@ -455,16 +455,113 @@ def test_html_lists_are_markdown_lists() -> None:
         (3, "- If the user is not logged in, redirect"),
         (4, "  to the login page."),
         (5, "- Otherwise run the view:"),
-        (5, "  view(request)"),  # a blank line inside <pre> in a list does not end the list
-        (7, "    return response"),
-        (8, "  3. third"),
-        (8, "  7. seventh"),
-        (8, "  8. eighth"),
+        # code in an item is a block of its own, never run into the item's sentence; a blank
+        # line inside it does not end it; what follows it in the item is not indented
+        (5, ""),
+        (5, "view(request)"),
+        (7, "  return response"),
+        (7, ""),
+        (8, "3. third"),
+        (8, "7. seventh"),
+        (8, "8. eighth"),
         (9, ""),
         (10, "After the list."),
         (10, ""),
         (11, "- stray item"),
     ]
+
+
+def test_git_page_definition_lists_code_in_items_and_admonitions() -> None:
+    """A real Git manual page (asciidoc): each option and what it does are one block, code in a
+    list item is a block of its own, and an admonition's text does not read as a table row.
+    Every line still stands for its source line (checked against the raw file)."""
+    doc = load("git-commit-tree.html")
+    raw_lines = (DATA / "git-commit-tree.html").read_text().split("\n")
+    for line in doc.lines:
+        if line.text:
+            source = " ".join(html.unescape(re.sub(r"<[^>]*>", "", raw_lines[line.no - 1])).split())
+            assert " ".join(_LIST_MARK.sub("", line.text).split()) in source, (line.no, line.text)
+    got = [(line.no, line.text) for line in doc.lines]
+
+    def after(text: str, n: int) -> list[tuple[int, str]]:
+        i = next(k for k, (_, t) in enumerate(got) if t == text)
+        return got[i : i + n]
+
+    # <dt>/<dd>: the first term marked, further terms and the definition's paragraph under it
+    assert after("- -p <parent>", 3) == [
+        (797, "- -p <parent>"), (801, "  Each -p indicates the id of a parent commit object."), (802, ""),
+    ]
+    assert after("- -S[<keyid>]", 4) == [
+        (824, "- -S[<keyid>]"), (827, "  --gpg-sign[=<keyid>]"), (830, "  --no-gpg-sign"),
+        (834, "  GPG-sign commits. The keyid argument is optional and"),
+    ]
+    # <pre> inside an <li>: apart from the item's sentence, not indented; the item goes on
+    # unindented after it
+    assert after("   have i18n.commitEncoding in .git/config file, like this:", 6) == [
+        (973, "   have i18n.commitEncoding in .git/config file, like this:"), (977, ""),
+        (977, "[i18n]"), (978, "        commitEncoding = ISO-8859-1"), (978, ""),
+        (980, "Commit objects created with the above setting record the value"),
+    ]
+    # an admonition (a one-row layout table: icon cell, then the text): no "| " before the text
+    assert after("Note", 3) == [
+        (909, "Note"), (909, ""), (911, "In addition, the date part is accepted in the following formats:"),
+    ]
+    assert not any(t.lstrip().startswith("|") for _, t in got)
+
+
+def test_html_definition_lists_are_entries() -> None:
+    """<dl>: an entry (its terms, its definition's first paragraph) is one block, marked as a list
+    item when the definition is that one paragraph; further paragraphs and code follow as blocks
+    (and the entry is then not a list item); nested and unclosed tags too."""
+    page = (
+        "<dl><dt>user.name</dt>\n"  # 1
+        "<dd><p>Your name,\n"  # 2
+        "as in commits.</p></dd>\n"  # 3
+        "<dt>core.editor</dt><dd><p>Commands use this editor.</p><p>More text.</p></dd>\n"  # 4
+        "<dt>-a</dt><dt>--all</dt><dd><pre>$ git commit -a</pre><p>Stages all.</p></dd>\n"  # 5
+        "<dt>glossary</dt><dd>Plain text.<dl><dt>inner</dt><dd>Nested.</dd></dl></dd></dl>\n"  # 6
+        "<ul><li>item<dl><dt>t</dt><dd>d</dd></dl></li></ul>\n"  # 7
+        "<p>After.</p>\n"  # 8
+    )
+    lines, _ = extract_html(page)
+    assert [(line.no, line.text) for line in lines] == [
+        (1, "- user.name"),
+        (2, "  Your name,"),
+        (3, "  as in commits."),
+        (3, ""),
+        (4, "core.editor"),  # more than one block: one paragraph, not a list item
+        (4, "Commands use this editor."),
+        (4, ""),
+        (4, "More text."),
+        (4, ""),
+        (5, "-a"),
+        (5, "--all"),
+        (5, ""),  # code right under the term: a block of its own
+        (5, "$ git commit -a"),
+        (5, ""),
+        (5, "Stages all."),
+        (5, ""),
+        (6, "glossary"),
+        (6, "Plain text."),
+        (6, ""),
+        (6, "- inner"),
+        (6, "  Nested."),
+        (6, ""),
+        (7, "- item"),  # a <dl> inside a list item: the item's lines, as before
+        (7, "  t"),
+        (7, "  d"),
+        (7, ""),
+        (8, "After."),
+    ]
+
+
+def test_html_table_separator_only_within_a_paragraph() -> None:
+    page = (
+        "<table><tr><td>a</td><td>b</td></tr>\n"  # 1: cells of one paragraph
+        "<tr><td><p>c</p></td><td><p>Sentence in a cell.</p></td></tr></table>\n"  # 2
+    )
+    lines, _ = extract_html(page)
+    assert [line.text for line in lines if line.text] == ["a | b", "c", "Sentence in a cell."]
 
 
 def test_html_list_is_one_chunk_block_with_its_intro() -> None:
@@ -505,9 +602,9 @@ def test_html_unclosed_and_stray_tags_keep_the_stack_sane() -> None:
         ("A", ("A",), "a"),
         ("one", ("A",), "a"),
         ("two", ("A",), "a"),
-        ("term", (), None),  # the section closed: its heading no longer applies
-        ("definition", (), None),
-        ("other", (), None),
+        ("- term", (), None),  # the section closed: its heading no longer applies
+        ("  definition", (), None),  # unclosed <dt>/<dd> close each other: entries as usual
+        ("- other", (), None),
         ("B", ("B",), "b"),
         ("x | y", ("B",), "b"),
         ("z", ("B",), "b"),

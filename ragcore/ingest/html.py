@@ -15,7 +15,18 @@ What comes out:
   a nested list one level deeper, and no paragraph break inside a list. So a sentence that
   introduces a list ("login_required() does the following:") is followed by one block, as in
   Markdown, and the composer quotes the two together. The markers are the only text added:
-  every line still stands for its source line;
+  every line still stands for its source line. A ``<pre>`` inside an item is a block of its
+  own (a paragraph break before and after, its lines not indented): code is never run into the
+  item's sentence, and what follows it in the item starts a new, unindented paragraph;
+- definition lists (``<dl>``) the same way: an entry is one block, its first term marked
+  ``- ``, further terms and the definition's first paragraph indented under it, so an option or
+  setting and what it does are never cut apart ("- --all" / "  Tell the command to…"). The
+  definition's further paragraphs, and a definition that starts with code or a list, follow as
+  blocks of their own, unindented; and an entry whose definition has such further blocks is not
+  marked as a list item (its terms and first paragraph stay one paragraph, unmarked);
+- a table row's cells joined with `` | `` when they are one paragraph; a cell that starts after a
+  block in the row (an admonition's "Note" icon cell, Sphinx's ``<td><p>``) is not prefixed
+  with a separator that would read as a table row in prose;
 - ``section`` = the h1..h6 path, ``anchor`` = the id of the innermost enclosing section;
 - only the main content when the page marks one (``<main>``, ``[role=main]``, ``div.body``,
   Django's ``#docs-content`` / ``#yui-main``), and never page chrome (navigation, sidebars,
@@ -136,7 +147,7 @@ _IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 class _Open:
     """An open element on the tag stack, with what closing it has to undo."""
 
-    __slots__ = ("tag", "skip", "main", "block", "section", "anchor", "heading", "hid", "list", "item")
+    __slots__ = ("tag", "skip", "main", "block", "section", "anchor", "heading", "hid", "list", "item", "dl")
 
     def __init__(self, tag: str) -> None:
         self.tag = tag
@@ -149,6 +160,7 @@ class _Open:
         self.hid: str | None = None  # the heading's own id
         self.list = False  # a <ul>/<ol>: its items are written as a Markdown list
         self.item = False  # an <li>
+        self.dl = False  # a <dl> written as entries (see _Dl)
 
 
 class _List:
@@ -160,6 +172,28 @@ class _List:
         self.ordered = ordered
         self.next = start  # the number of the next item of an ordered list
         self.indent = indent  # the enclosing item's text indent: nested lists go one level deeper
+
+
+class _Dl:
+    """An open definition list: where its current entry stands, and the marker to write.
+
+    ``state``: "start" (no entry yet), "term" (in the entry's terms), "def" (in the first
+    paragraph of the definition: indented under the term), "rest" (after it)."""
+
+    __slots__ = ("state", "marker", "items", "first", "in_dd", "multi")
+
+    def __init__(self, items: int) -> None:
+        self.state = "start"
+        self.marker: str | None = None
+        self.items = items  # open list items where the <dl> stands (it is formatted only at 0)
+        self.first: int | None = None  # index of the entry's first record (its marked term)
+        self.in_dd = False
+        self.multi = False  # the definition has more than its first paragraph
+
+
+_DL_INDENT = "  "  # under "- ": a term's further lines and its definition's first paragraph
+# What may stand between a term and the first text of its definition without ending the entry.
+_DL_GLUE = frozenset({"p", "div", "dd", "dt"})
 
 
 class _Heading:
@@ -209,6 +243,10 @@ class _Extractor(HTMLParser):
         self.lists: list[_List] = []
         self.items: list[str] = []
         self.marker: str | None = None
+        # Definition lists, innermost last; ``glue``: block boundaries inside one entry (term to
+        # term, term to definition) make no paragraph break until text comes.
+        self.dls: list[_Dl] = []
+        self.glue = False
 
     # ------------------------------------------------------------------ lines
 
@@ -221,6 +259,10 @@ class _Extractor(HTMLParser):
         if text:
             text = self._list_prefix() + text
             self.records.append([self.line_no, text, self.section, self.anchor, self.main > 0])
+            self.glue = False
+            dl = self.dls[-1] if self.dls else None
+            if dl is not None and dl.in_dd and dl.state == "rest":
+                dl.multi = True  # text after the definition's first paragraph
         elif self.line_pre:
             self._empty(self.line_no)  # a blank line inside <pre> is a paragraph break too
         self.line_no = 0
@@ -231,18 +273,37 @@ class _Extractor(HTMLParser):
         if self.marker is not None:
             marker, self.marker = self.marker, None
             return marker
-        return self.items[-1] if self.items else ""
+        if self.items:
+            return self.items[-1]
+        dl = self._dl()
+        if dl is None:
+            return ""
+        if dl.marker is not None:
+            marker, dl.marker = dl.marker, None
+            dl.first = len(self.records)
+            return marker
+        return _DL_INDENT if dl.state in ("term", "def") else ""
 
-    def _empty(self, no: int) -> None:
-        if self.lists or self.items:
+    def _dl(self) -> _Dl | None:
+        """The definition list whose entries the text being read belongs to, if any."""
+        dl = self.dls[-1] if self.dls else None
+        return dl if dl is not None and len(self.items) == dl.items else None
+
+    def _empty(self, no: int, force: bool = False) -> None:
+        if (self.lists or self.items) and not force:
             return  # a list is one block: no paragraph break between or inside its items
+        if self.glue:
+            return  # inside one entry of a definition list
+        dl = self._dl()
+        if dl is not None and dl.state == "def":
+            dl.state = "rest"  # the definition's first paragraph ends here
         if self.records and self.records[-1][1]:
             self.records.append([no, "", self.section, self.anchor, self.main > 0])
 
-    def _break(self) -> None:
+    def _break(self, force: bool = False) -> None:
         """A block boundary: finish the current line and mark a paragraph break."""
         self._flush()
-        self._empty(self.getpos()[0])
+        self._empty(self.getpos()[0], force)
 
     def handle_entityref(self, name: str) -> None:
         text = html.unescape(f"&{name};")
@@ -332,7 +393,12 @@ class _Extractor(HTMLParser):
         a = {k: v or "" for k, v in attrs}
         if tag in _BLOCKS:
             node.block = True
-            self._break()
+            self._before_block(tag)
+            if tag == "pre" and self.items:
+                self._break(force=True)  # code in a list item is a block of its own
+                self.items[-1] = ""  # and the item's text after it a paragraph of its own
+            else:
+                self._break()
         ident = a.get("id", "")
         classes = a.get("class", "").split()
         if tag == "main" or a.get("role") == "main" or ident in _MAIN_IDS or (
@@ -365,13 +431,44 @@ class _Extractor(HTMLParser):
             self.row_has_text = False
             self.pending_sep = False
         elif tag in ("td", "th") and self.row_has_text:
-            self.pending_sep = True
+            # no separator at the start of a paragraph: the previous cell ended with a block
+            self.pending_sep = bool(self.line_no or not self.records or self.records[-1][1])
         elif tag in _LISTS:
             node.list = True
             self.lists.append(_List(tag == "ol", _int(a.get("start"), 1), self.items[-1] if self.items else ""))
         elif tag == "li":
             node.item = True
             self._open_item(_int(a.get("value"), None))
+        elif tag in ("dl", "dt", "dd"):
+            self._open_dl_part(node)
+
+    def _before_block(self, tag: str) -> None:
+        """Before a block's paragraph break: does it start a new definition-list entry, or
+        does it stand between a term and its definition's first text (no break then)?"""
+        dl = self._dl()
+        if dl is None or not self.glue:
+            return
+        if tag == "dt" and dl.state != "term":
+            self.glue = False  # a new entry
+        elif tag not in _DL_GLUE or (tag == "dd" and dl.state != "term"):
+            self.glue = False  # code, a list, a table under the term: a block of its own
+
+    def _open_dl_part(self, node: _Open) -> None:
+        if node.tag == "dl":
+            if not self.items:  # in a list item, a <dl>'s lines are the item's lines
+                if self.dls and self.dls[-1].in_dd:
+                    self.dls[-1].multi = True  # a nested <dl> is a further block of the definition
+                node.dl = True
+                self.dls.append(_Dl(0))
+            return
+        dl = self._dl()
+        if dl is None:
+            return
+        if node.tag == "dt" and dl.state != "term":
+            dl.state, dl.marker, dl.first = "term", "- ", None
+        elif node.tag == "dd":
+            dl.state = "def" if dl.state == "term" and self.glue else "rest"
+            dl.in_dd, dl.multi = True, False
 
     def _open_item(self, value: int | None) -> None:
         lst = self.lists[-1] if self.lists else None  # a stray <li> is a one-item list
@@ -429,8 +526,10 @@ class _Extractor(HTMLParser):
             # before the break below: closing the outermost list ends the list's block
             self._flush()
             self._close_list_part(node)
+        if node.tag in ("dl", "dt", "dd"):
+            self._close_dl_part(node)
         if node.block:
-            self._break()
+            self._break(force=node.tag == "pre" and bool(self.items))
         if node.tag == "pre":
             self.pre -= 1
         elif node.tag == "tr":
@@ -444,6 +543,39 @@ class _Extractor(HTMLParser):
             # Headings of a closed section no longer frame the text that follows.
             self.headings = [h for h in self.headings if h.depth < depth]
             self._refresh()
+
+    def _close_dl_part(self, node: _Open) -> None:
+        """Before the block break: a term's end glues it to what follows; a definition's or
+        the list's end is a real paragraph break."""
+        self._flush()
+        if node.dl:
+            self.dls.pop()
+            self.glue = False
+            return
+        dl = self._dl()
+        if dl is None:
+            return
+        if node.tag == "dt":
+            self.glue = True
+            return
+        self.glue = False
+        dl.state = "rest"
+        if node.tag == "dd":
+            dl.in_dd = False
+            if dl.multi:
+                self._unmark_entry(dl)
+
+    def _unmark_entry(self, dl: _Dl) -> None:
+        """A definition with more than one block (a paragraph then code, a nested list) is not
+        written as a list item: a list item cannot hold it, and an item ending "…as:" would be
+        cut from the code it introduces. Its terms and first paragraph stay one paragraph."""
+        if dl.first is None:
+            return
+        for rec in self.records[dl.first :]:
+            if not rec[1]:
+                break
+            rec[1] = rec[1][2:] if rec[1].startswith(("- ", _DL_INDENT)) else rec[1]
+        dl.first = None
 
     def _close_list_part(self, node: _Open) -> None:
         if node.item:
