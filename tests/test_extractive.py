@@ -334,5 +334,28 @@ def test_the_answer_opens_on_a_sentence_that_stands_alone(guide_engine: Engine) 
     for text, leans in (("You should also define a manager.", True), ("This method returns a queryset.", True),
                         ("Same as for login_required().", True), ("However, the default is kept.", True),
                         ("Set AUTH_USER_MODEL to your model.", False), ("Themes change the colours.", False),
-                        ("Its default is 0.", True), ("Usually the default is kept.", False)):
+                        ("Its default is 0.", True), ("Usually the default is kept.", False),
+                        ("creates a new tag foo, leaving HEAD detached.", True), ("login_required() takes a url.", False)):
         assert leans_back(Unit(0, len(text), text)) is leans, text
+    # a lowercase word that names where the sentence comes from is a name, not a sentence's rest
+    git = "git revert records new commits that reverse the effect of earlier ones."
+    assert leans_back(Unit(0, len(git), git)) and not leans_back(Unit(0, len(git), git), frozenset({"git", "revert"}))
+
+
+def test_the_rest_of_a_sentence_begun_in_a_block_is_not_quoted() -> None:
+    """"creates a new tag foo, …" continues a command the page showed above it (in a block the
+    chunk does not hold): on its own it is a fragment. A lowercase word that names the file or a
+    heading ("git …" in git-tag.html) is a name, and its sentence is kept; so is a list item."""
+    from ragcore.synthesis.extractive import candidates
+    from ragcore.types import Chunk, Evidence
+
+    text = ("A new tag refers to the commit it was created on.\n\n"
+            "creates a new tag foo, which refers to the commit, leaving the tag in place.\n\n"
+            "git tag lists the tags when it is given no name.\n\n"
+            "- names a commit for later.\n")
+    chunk = Chunk(chunk_id="c1", text=text, path="docs/git-tag.html", doc_hash="h", kind="html", start_line=1,
+                  end_line=7, section=("git-tag(1) Manual Page", "DESCRIPTION"))
+    quoted = [u.plain for _, u in candidates([Evidence(n=1, chunk=chunk, origin="corpus", score=0.5, score_kind="cosine")])]
+    assert any(q.startswith("A new tag refers") for q in quoted) and any(q.startswith("git tag lists") for q in quoted), quoted
+    assert not any(q.startswith("creates a new tag") for q in quoted), quoted
+    assert any("names a commit for later" in q for q in quoted), quoted

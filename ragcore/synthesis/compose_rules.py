@@ -79,9 +79,22 @@ def is_meta(unit: Unit) -> bool:
     return bool(_META.search(unit.sentence) or (unit.sentence and _LINK_ONLY.match(unit.sentence)))
 
 
-def leans_back(unit: Unit) -> bool:
-    """A prose sentence that needs the one before it to make sense on its own."""
-    return bool(unit.sentence and _LEANS_BACK.search(unit.sentence))
+_LOWER_START = re.compile(r"^([a-z]+)\b(?![(._/-])")  # a plain lowercase word, not an identifier
+
+
+def starts_mid_sentence(unit: Unit, names: frozenset[str] = frozenset()) -> bool:
+    """A sentence that opens on a plain lowercase word that is not a name here (``leans_back``)."""
+    lower = _LOWER_START.match(unit.sentence) if unit.sentence and not unit.item else None
+    return bool(lower and lower.group(1) not in names)
+
+
+def leans_back(unit: Unit, names: frozenset[str] = frozenset()) -> bool:
+    """A prose sentence that needs the one before it to make sense on its own: it opens on a
+    reference back or a continuation, or on a plain lowercase word (the rest of a sentence that
+    began in a block before it: "creates a new tag foo, …" after "$ git tag foo"). ``names``:
+    words that are names where the sentence comes from (its file name, its headings), so "git
+    revert records…" in git-revert.html stands alone."""
+    return bool(unit.sentence and (_LEANS_BACK.search(unit.sentence) or starts_mid_sentence(unit, names)))
 
 
 def says_what_to_do(unit: Unit) -> bool:

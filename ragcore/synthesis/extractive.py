@@ -33,9 +33,9 @@ from ..injection import looks_like_instruction
 from ..store import embed_text
 from ..citations.markers import markers_in
 from ..textutil import Span, content_terms, normalize_ws, sentence_spans
-from ..types import Evidence
+from ..types import Chunk, Evidence
 from .base import Synthesis, SynthesisJob, word_pieces
-from .compose_rules import adjust, intent_of, is_meta, leans_back, says_what_to_do
+from .compose_rules import adjust, intent_of, is_meta, leans_back, says_what_to_do, starts_mid_sentence
 from .compose_units import Block, Unit, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
@@ -81,8 +81,14 @@ def _usable(unit: Unit) -> bool:
 
 
 def candidates(evidence: Sequence[Evidence]) -> list[tuple[Evidence, Unit]]:
-    """Every quotable unit of the evidence, in evidence order."""
-    return [(e, u) for e in evidence for u in units_of(e.chunk) if _usable(u)]
+    """Every quotable unit of the evidence, in evidence order. A sentence that opens on a plain
+    lowercase word that names nothing here is the rest of a sentence begun before it (in a
+    block the text lost, or across a chunk boundary): quoted, it reads as a fragment."""
+    out = []
+    for e in evidence:
+        names = _names(e.chunk)
+        out += [(e, u) for u in units_of(e.chunk) if _usable(u) and not starts_mid_sentence(u, names)]
+    return out
 
 
 class ExtractiveComposer:
@@ -135,11 +141,17 @@ class ExtractiveComposer:
         # the best unit that stands alone first, the rest in reading order (evidence number, then
         # position); for a how-to question the instructions and commands before the explanations
         howto = intent_of(question).howto
-        lead = next((p for p in chosen if not (p.unit and leans_back(p.unit))), chosen[0])
+        names = {e.n: _names(e.chunk) for e in evidence}
+        lead = next((p for p in chosen if not (p.unit and leans_back(p.unit, names.get(p.n, frozenset())))), chosen[0])
         rest = sorted((p for p in chosen if p is not lead),
                       key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = [lead, *rest]
         return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
+
+
+def _names(chunk: Chunk) -> frozenset[str]:
+    """Lowercase words that name things where the chunk comes from: its file name and headings."""
+    return frozenset(re.findall(r"[a-z]+", " ".join([chunk.path.rsplit("/", 1)[-1], *chunk.section]).lower()))
 
 
 def _embed_text(unit: Unit) -> str:
