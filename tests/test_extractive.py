@@ -359,3 +359,21 @@ def test_the_rest_of_a_sentence_begun_in_a_block_is_not_quoted() -> None:
     assert any(q.startswith("A new tag refers") for q in quoted) and any(q.startswith("git tag lists") for q in quoted), quoted
     assert not any(q.startswith("creates a new tag") for q in quoted), quoted
     assert any("names a commit for later" in q for q in quoted), quoted
+
+
+def test_a_definition_is_quoted_with_its_term() -> None:
+    """A <dl> entry as the HTML loader writes it ("- term" then its indented definition): a sentence
+    of the definition is quoted from the term on, so it says what it defines; an item that opens
+    on a sentence, and prose after the list, are quoted as they are."""
+    from ragcore.synthesis.compose_units import units_of
+    from ragcore.types import Chunk
+
+    text = ("The options are:\n\n- http.maxRequests\n  How many HTTP requests to launch in parallel. Can be overridden by the\n"
+            "  GIT_HTTP_MAX_REQUESTS environment variable.\n- A full sentence item. It has two sentences.\n\nAfter the list.\n")
+    chunk = Chunk(chunk_id="x", text=text, path="git-config.html", doc_hash="h", kind="html", start_line=1, end_line=8,
+                  section=("CONFIGURATION",))
+    units = {u.sentence: u for u in units_of(chunk)}
+    override = next(s for s in units if "GIT_HTTP_MAX_REQUESTS" in s)
+    assert override.startswith("http.maxRequests How many") and units[override].item, override
+    assert normalize_ws(text[units[override].start : units[override].end]) == override  # verbatim, from the term on
+    assert "It has two sentences." in units and "After the list." in units

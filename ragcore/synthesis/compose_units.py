@@ -13,6 +13,9 @@ A chunk's text is read as the document's structure, not as a bag of sentences:
   ends first, or what follows is prose) the sentence is not quotable at all;
 * a prose sentence must be whole: it ends with . ! ? or : (optionally a closing bracket or
   quote), and the chunk's first sentence must not start mid-sentence (lower case);
+* a sentence of a definition below its term (a ``<dl>`` entry as the HTML loader writes it: the
+  term on a bullet line, the definition indented under it) is quoted from the term on, so it
+  says what it defines;
 * a table row is never prose: a table is quoted only as a table (its header, the delimiter
   row and the rows that matter), and a sentence holding `` | `` cell separators is not quoted.
 
@@ -80,7 +83,9 @@ def units_of(chunk: Chunk) -> list[Unit]:
 
 
 def _sentence_unit(text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...]) -> Unit | None:
-    raw = text[sp.start : sp.end]
+    head = _term_of(text, sp, blocks)
+    begin = sp.start if head is None else head
+    raw = text[begin : sp.end]
     item = bool(_BULLET.match(raw))
     raw = _BULLET.sub("", raw, count=1) if item else raw
     sentence = fold(raw)
@@ -88,11 +93,34 @@ def _sentence_unit(text: str, sp: Span, blocks: list[Block], *, first: bool, sec
         return None
     if first and sentence[:1].islower() and not item:
         return None  # the chunk starts inside a sentence
-    start = sp.start + (len(text[sp.start : sp.end]) - len(raw))
+    start = begin + (len(text[begin : sp.end]) - len(raw))
     if not _INTRO.search(sentence):
         return Unit(start, sp.end, sentence, None, item)
     block = _block_after(text, sp.end, blocks)
     return Unit(start, sp.end, sentence, block, item) if block is not None else None
+
+
+MAX_TERM_CHARS = 80  # a definition list's term ("http.maxRequests", "-F <file>, --file=<file>")
+MAX_ENTRY_CHARS = 500  # from the term to the end of the sentence quoted with it
+
+
+def _term_of(text: str, sp: Span, blocks: list[Block]) -> int | None:
+    """For a sentence of a definition below its term (a list item whose first line is a term, not a
+    sentence, as the HTML loader writes a ``<dl>`` entry), the offset of the term's line: quoted
+    without it, "Can be overridden by the GIT_HTTP_MAX_REQUESTS environment variable." does not say
+    what can. None for any other sentence, or when the entry up to the sentence is too long."""
+    lb = next((b for b in blocks if b.kind == "list" and b.start <= sp.start < b.end), None)
+    if lb is None:
+        return None
+    for a, b, line in reversed([ln for ln in _line_offsets(text) if lb.start <= ln[0] <= sp.start]):
+        m = _BULLET.match(line)
+        if m is None:
+            continue  # a continuation line of the item: look further up for its bullet
+        term = line[m.end() :].strip()
+        if a <= sp.start <= b or not term or _WHOLE.search(term) or len(term) > MAX_TERM_CHARS or sp.end - a > MAX_ENTRY_CHARS:
+            return None  # the item's first sentence, or an item that opens on a sentence, or too long
+        return a
+    return None
 
 
 def _block_after(text: str, pos: int, blocks: list[Block]) -> Block | None:
