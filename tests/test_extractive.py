@@ -377,3 +377,13 @@ def test_a_definition_is_quoted_with_its_term() -> None:
     assert override.startswith("http.maxRequests How many") and units[override].item, override
     assert normalize_ws(text[units[override].start : units[override].end]) == override  # verbatim, from the term on
     assert "It has two sentences." in units and "After the list." in units
+
+
+def test_each_sentence_of_a_multi_sentence_unit_carries_its_marker() -> None:
+    """A definition quoted from its term on, or a list item, can hold several sentences; the checker
+    reads each as a claim, so each is followed by the evidence number."""
+    from ragcore.synthesis.extractive import _marked
+
+    assert _marked("core.editor Commands use this editor. It wins over VISUAL.", 2) == \
+        "core.editor Commands use this editor. [2] It wins over VISUAL. [2]"
+    assert _marked("Set the threshold to e.g. 0.3 in the lab.", 1) == "Set the threshold to e.g. 0.3 in the lab. [1]"

@@ -201,8 +201,15 @@ def render(picked: Sequence[Picked]) -> str:
     return "\n\n".join(out)
 
 
-def _marked(sentence: str, n: int) -> str:
-    return f"{sentence} [{n}]"
+def _marked(text: str, n: int) -> str:
+    """A unit's prose with its marker after each sentence: a definition quoted from its term on,
+    or a list item, can hold several, and each is a claim the checker reads on its own."""
+    spans = sentence_spans(text)
+    if len(spans) <= 1:
+        return f"{text} [{n}]"
+    for sp in reversed(spans):
+        text = f"{text[: sp.end]} [{n}]{text[sp.end :]}"
+    return text
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
