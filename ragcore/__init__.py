@@ -32,7 +32,7 @@ _EXPORTS = {
     # LlamaIndex components
     "LineAwareNodeParser": "ragcore.ingest.node_parser",
     "OnnxMiniLM": "ragcore.embeddings",
-    "OnnxEmbedding": "ragcore.embeddings",
+    "OnnxEmbedding": "ragcore.embedding_component",
     "Store": "ragcore.store",
     "HybridRetriever": "ragcore.retrieval",
     "HybridSearch": "ragcore.retrieval",

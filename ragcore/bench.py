@@ -85,7 +85,7 @@ def _run_quickstart(staging: Path, encoder) -> dict[str, Any]:
     pieces, so it embeds the first quarter of each chunk."""
     from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
 
-    from .embeddings import OnnxEmbedding
+    from .embedding_component import OnnxEmbedding
 
     t0 = _start_run(encoder)
     docs = SimpleDirectoryReader(str(staging), recursive=True).load_data()
@@ -274,7 +274,7 @@ def _llamaindex_retriever(eng, encoder, top_k: int):
     from llama_index.core import VectorStoreIndex
     from llama_index.core.schema import TextNode
 
-    from .embeddings import OnnxEmbedding
+    from .embedding_component import OnnxEmbedding
 
     data = eng.store.load("bench")
     nodes = [TextNode(id_=c.chunk_id, text=c.text, embedding=v.tolist()) for c, v in zip(data.chunks, data.dense)]

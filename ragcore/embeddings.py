@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from pydantic import PrivateAttr
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8-onnx"
 DIMENSION = 384
@@ -179,37 +177,3 @@ class OnnxMiniLM:
         pooled = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
         pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return pooled
-
-
-class OnnxEmbedding(BaseEmbedding):
-    """LlamaIndex adapter over :class:`OnnxMiniLM` (used by ragcore and the baselines)."""
-
-    _encoder: OnnxMiniLM = PrivateAttr()
-
-    def __init__(self, encoder: OnnxMiniLM | None = None, **kwargs: Any) -> None:
-        kwargs.setdefault("model_name", MODEL_NAME)
-        super().__init__(**kwargs)
-        self._encoder = encoder or OnnxMiniLM()
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "OnnxEmbedding"
-
-    @property
-    def encoder(self) -> OnnxMiniLM:
-        return self._encoder
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._encoder.encode([query])[0].tolist()
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._encoder.encode([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder.encode(texts).tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    async def _aget_text_embedding(self, text: str) -> list[float]:
-        return self._get_text_embedding(text)

@@ -13,7 +13,7 @@ import threading
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .answerability import Support, assess
 from .answering import Answerer, Resources
@@ -23,11 +23,14 @@ from .config import RagcoreSettings
 from .embeddings import OnnxMiniLM
 from .followup import resolve_offline
 from .ingest.pipeline import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
-from .retrieval import HybridRetriever, HybridSearch, apply_cuts
+from .retrieval import HybridSearch, apply_cuts
 from .stages import AskRequest, ContextMode, SelectionInput, selection_evidence
 from .store import Store
 from .topics import TopicIndex, TopicMatch
 from .types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
+
+if TYPE_CHECKING:
+    from .retrieval.retriever import HybridRetriever
 
 AskMode = ContextMode  # the first version's name
 __all__ = ["AskMode", "ContextMode", "Engine", "SelectionInput", "selection_evidence"]
@@ -169,6 +172,8 @@ class Engine:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;
         add ragcore's cut post-processors and ``CitationNumberer`` after it)."""
         s = settings or self.settings
+        from .retrieval.retriever import HybridRetriever  # LlamaIndex loads here, not on the question path
+
         return HybridRetriever(self.retriever, collection or s.collection, s)
 
     # ------------------------------------------------------------------ answering

@@ -126,3 +126,18 @@ def test_malformed_markers_are_stripped_and_recorded() -> None:
     clean, stripped = clean_markers("A [-1]. B [0]. C [3-1]. D [1-]. E [2]. F [1, 2].", {1, 2})
     assert clean == "A. B. C. D. E [2]. F [1, 2]."
     assert stripped == ("[-1]", "[0]", "[3-1]", "[1-]")
+
+
+def test_the_engine_numbers_evidence_as_the_citation_post_processor_does(engine) -> None:
+    """The question path builds the evidence [1..n] directly (no nodes, no llama_index import);
+    through CitationNumberer on the same candidates' nodes it comes out the same."""
+    from ragcore.citations import evidence_from_candidates
+    from ragcore.nodes import candidate_to_node
+    from ragcore.types import to_jsonable
+
+    for mode, kind in (("hybrid", "rrf"), ("dense", "cosine"), ("sparse", "bm25")):
+        res = engine.retrieve("alpha setup", settings=engine.settings.with_(retrieval_mode=mode), collection="li")
+        direct = evidence_from_candidates(res.candidates, kind, start=3)
+        nodes = [candidate_to_node(c, kind) for c in res.candidates if c.kept]
+        through = evidence_from_nodes(CitationNumberer(start=3).postprocess_nodes(nodes), origin="corpus")
+        assert direct and to_jsonable(direct) == to_jsonable(through), mode

@@ -17,22 +17,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
-
-from llama_index.core.base.response.schema import Response
-from llama_index.core.schema import NodeWithScore
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from ..injection import looks_like_instruction, suspicious_evidence
 from ..textutil import sentence_spans
 from ..types import Citation, Evidence, SentenceCheck, Validation, to_jsonable
 from .locate import make_citation
 from .markers import MARKER_RE, clean_markers, markers_in, strip_markers
-from .numbering import evidence_from_nodes
 from .support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
 
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*\d[\d\s,\-–]*\])+")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
-EvidenceLike = Evidence | NodeWithScore
+if TYPE_CHECKING:  # LlamaIndex is imported only when nodes or a Response are given (a cold question has none)
+    from llama_index.core.base.response.schema import Response
+    from llama_index.core.schema import NodeWithScore
+EvidenceLike = Union[Evidence, "NodeWithScore"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,10 @@ def as_evidence(items: Sequence[EvidenceLike]) -> tuple[Evidence, ...]:
     """Evidence as given, or LlamaIndex nodes turned into numbered Evidence."""
     if all(isinstance(e, Evidence) for e in items):
         return tuple(items)  # type: ignore[arg-type]
+    from llama_index.core.schema import NodeWithScore
+
+    from .numbering import evidence_from_nodes
+
     return evidence_from_nodes([e for e in items if isinstance(e, NodeWithScore)])
 
 

@@ -14,8 +14,11 @@ from typing import Sequence
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from ..nodes import CITATION_KEY, candidate_to_node, chunk_from_node
-from ..types import Candidate, Evidence, Origin, ScoreKind
+from ..nodes import CITATION_KEY, chunk_from_node
+from ..types import Evidence, Origin, ScoreKind
+from .evidence import evidence_from_candidates
+
+__all__ = ["CitationNumberer", "EvidenceNumberer", "evidence_from_candidates", "evidence_from_nodes"]
 
 
 HEADER_KEY = "citation"  # the one key of a numbered node the LLM reads: "[3] docs/a.md:12-20 · Section"
@@ -67,11 +70,3 @@ def evidence_from_nodes(nodes: Sequence[NodeWithScore], *, origin: Origin | None
             sparse_score=m.get("bm25"), fused_score=m.get("fused"),
         ))
     return tuple(out)
-
-
-def evidence_from_candidates(
-    candidates: Sequence[Candidate], score_kind: ScoreKind, *, origin: Origin = "corpus", start: int = 1
-) -> tuple[Evidence, ...]:
-    """Kept candidates → Evidence [start..], numbered by rank through the post-processor."""
-    nodes = [candidate_to_node(c, score_kind) for c in candidates if c.kept]
-    return evidence_from_nodes(CitationNumberer(start=start).postprocess_nodes(nodes), origin=origin)

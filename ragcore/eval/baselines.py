@@ -4,7 +4,7 @@ LlamaIndex ``VectorStoreIndex`` (retrieval only)
     A plain LlamaIndex index as a user would build it from the docs: one ``Document`` per
     corpus file, LlamaIndex's default ingestion (``SentenceSplitter()``: 1024-token chunks,
     200 overlap, metadata-aware), the default in-memory ``SimpleVectorStore``, and the same
-    embedding model as ragcore (:class:`~ragcore.embeddings.OnnxEmbedding` over the same ONNX
+    embedding model as ragcore (:class:`~ragcore.embedding_component.OnnxEmbedding` over the same ONNX
     MiniLM, which reads at most 256 word pieces of each chunk, as it does for ragcore).
 
     The text of each file comes from ragcore's own loaders (:func:`~ragcore.ingest.loaders.load_file`),
@@ -148,7 +148,7 @@ class LlamaIndexBaseline:
             return self._index
         from llama_index.core import StorageContext, VectorStoreIndex, load_index_from_storage
 
-        from ..embeddings import OnnxEmbedding
+        from ..embedding_component import OnnxEmbedding
 
         say = progress or (lambda _msg: None)
         t0 = time.perf_counter()

@@ -21,7 +21,7 @@ from ..store import Store
 from ..types import RetrievalResult
 
 Expansion = tuple[tuple[str, float], ...]
-from .cuts import apply_cuts
+from .cutrules import apply_cuts
 from .docsignals import DocSignalSource, signals_enabled
 from .documents import rank_documents
 from .expansion import expanded_query, expansion_terms

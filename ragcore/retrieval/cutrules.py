@@ -1,0 +1,90 @@
+"""The cuts' rules — threshold on cosine, per-section dedupe, top-K — over plain items.
+
+Each rule is written once, here, without LlamaIndex: :func:`apply_cuts` runs them over ragcore's
+candidates on the question and lab paths (no node objects, and no ``llama_index`` import: a
+cold ``ragcore ask`` does not pay for it), and the node post-processors of ``cuts.py`` run the
+same rules over LlamaIndex nodes.
+
+The threshold always applies to the cosine similarity between question and chunk, whatever
+the retrieval mode: it is the one score on a fixed, readable scale (fused RRF scores such as
+0.016 are not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Protocol, Sequence
+
+from ..types import Candidate, DropReason
+
+
+@dataclass(frozen=True)
+class CutItem:
+    """What a cut looks at: the cosine and the section the passage belongs to."""
+
+    cosine: float | None
+    section_key: Hashable
+
+
+def item_of_candidate(c: Candidate) -> CutItem:
+    return CutItem(c.dense_score, (c.chunk.path, c.chunk.section, c.chunk.page))
+
+
+class CutRule(Protocol):
+    reason: DropReason
+
+    def keep(self, items: Sequence[CutItem]) -> list[bool]: ...
+
+
+def keep_above(items: Sequence[CutItem], threshold: float) -> list[bool]:
+    """Cosine at or above ``threshold`` (≤ 0: off; no cosine: kept, it cannot be judged)."""
+    if threshold <= 0:
+        return [True] * len(items)
+    return [it.cosine is None or it.cosine >= threshold for it in items]
+
+
+def keep_first_of_section(items: Sequence[CutItem]) -> list[bool]:
+    """The first (best-ranked) item of each section; the others are duplicates."""
+    seen: set[Hashable] = set()
+    flags = []
+    for it in items:
+        flags.append(it.section_key not in seen)
+        seen.add(it.section_key)
+    return flags
+
+
+def keep_top(items: Sequence[CutItem], top_k: int) -> list[bool]:
+    return [i < top_k for i in range(len(items))]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    reason: DropReason
+    threshold: float = 0.0
+    top_k: int = 0
+
+    def keep(self, items: Sequence[CutItem]) -> list[bool]:
+        if self.reason == "threshold":
+            return keep_above(items, self.threshold)
+        if self.reason == "dedupe":
+            return keep_first_of_section(items)
+        return keep_top(items, self.top_k)
+
+
+def rule_chain(*, top_k: int, threshold: float, dedupe: bool) -> list[CutRule]:
+    """The cuts' rules in the order they apply."""
+    return [_Rule("threshold", threshold=threshold), *([_Rule("dedupe")] if dedupe else []), _Rule("top_k", top_k=top_k)]
+
+
+def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool) -> tuple[Candidate, ...]:
+    """Every candidate in rank order, marked kept or cut with the reason: the same rules the
+    post-processors apply to nodes. Pure: same pool, new settings, new cuts."""
+    ordered = sorted(candidates, key=lambda c: c.rank)
+    remaining = list(range(len(ordered)))
+    items = [item_of_candidate(c) for c in ordered]
+    reasons: dict[int, DropReason] = {}
+    for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe):
+        flags = cut.keep([items[i] for i in remaining])
+        reasons.update({i: cut.reason for i, k in zip(remaining, flags) if not k})
+        remaining = [i for i, k in zip(remaining, flags) if k]
+    return tuple(c.with_cut(reasons.get(i)) for i, c in enumerate(ordered))
