@@ -389,7 +389,7 @@ def _cold_summary(p: dict[str, Any]) -> str:
         f"| run | median s | runs s |\n|---|---|---|\n"
         f"| snapshots off (open embedded Qdrant, load the collection) | {p['median_s']['snapshots_off']} | {off} |\n"
         f"| query snapshot (memory-mapped, Qdrant not opened) | {p['median_s']['snapshots_on']} | {on} |\n\n"
-        f"Where a cold question's time goes, with the snapshot: importing ragcore (LlamaIndex, onnxruntime, scipy) "
+        f"Where a cold question's time goes, with the snapshot: importing ragcore (numpy, scipy, onnxruntime; not LlamaIndex) "
         f"{ph['import_s']} s, loading the model {ph['model_s']} s, reading the snapshot into the search and topic "
         f"indexes {ph['indexes_s']} s, the question itself {ph['ask_s']} s ({ph['ask_latency_ms']} ms by stage); "
         f"Qdrant opened: {ph['qdrant_opened']}, its client imported: {ph['qdrant_imported']}. For scale: starting "
