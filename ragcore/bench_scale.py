@@ -237,18 +237,9 @@ def edge_pool(shard: Any, q_dense: np.ndarray, q_sparse: SparseVec, n: int, exac
     sparse_hits = shard.query(qe.QueryRequest(
         limit=n, query=qe.Query.Nearest(qe.SparseVector(list(q_sparse.indices), list(q_sparse.values)), using=SPARSE),
         with_payload=True, with_vector=[DENSE])) if q_sparse.indices else []
-    entries: dict[str, PoolEntry] = {}
-    for r, p in enumerate(dense_hits, 1):
-        entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), float(p.score), None, r, None)
-    for r, p in enumerate(sparse_hits, 1):
-        e = entries.get(str(p.id))
-        if e is None:
-            vec = np.asarray(p.vector[DENSE], dtype=np.float32)
-            cos = float(vec @ q_dense / (np.linalg.norm(vec) or 1.0))
-            entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), cos, float(p.score), None, r)
-        else:
-            entries[str(p.id)] = replace(e, bm25=float(p.score), sparse_rank=r)
-    return list(entries.values())
+    from .retrieval.pools import merge_branches
+
+    return merge_branches(dense_hits, sparse_hits, q_dense)
 
 
 # ------------------------------------------------------------------ engine (c): persisted numpy index

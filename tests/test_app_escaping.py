@@ -39,7 +39,7 @@ def _all_markdown(at) -> list[str]:
 
 
 def test_no_page_passes_unsafe_html():
-    for f in [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]:
+    for f in [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").rglob("*.py")]:
         text = f.read_text()
         assert "unsafe_allow_html=True" not in text, f
         assert "unsafe_allow_javascript=True" not in text, f

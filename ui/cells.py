@@ -9,7 +9,7 @@ import streamlit as st
 
 from ragcore.answerability import describe
 
-from .htmltable import CUT_HELP, CUT_LABELS, Column, table_html
+from .htmltable import CUT_LABELS, Column, cut_reason, table_html
 from .notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs, locator
 from .render import (
     BADGE_COLORS, answer_markdown, fmt_score, latency_line, md_escape, md_inline, shorten, viewer_params,
@@ -171,7 +171,7 @@ def evidence_table_html(df: pd.DataFrame) -> str:
     return table_html(
         df.to_dict("records"), EVIDENCE_COLUMNS, box="rc-ev",
         row_class=lambda r: "cut" if r["cut"] else "cited" if r["cited"] else "used",
-        title_of=lambda col, r: CUT_HELP.get(r["cut"], "") if col.key == "status" else "",
+        title_of=cut_reason,
     )
 
 

@@ -56,6 +56,13 @@ CUT_HELP = {
     "top_k": "Cut: ranked below the top-K.",
     "filter": "Cut: outside the path filter.",
 }
+
+
+def cut_reason(col: Column, row: Mapping[str, Any]) -> str:
+    """The status cell's hover: why the row was cut (``row["cut"]``, a drop reason or "")."""
+    return CUT_HELP.get(row.get("cut") or "", "") if col.key == "status" else ""
+
+
 PASSAGE_CHARS = 120  # a passage cell shows this much of the chunk; CSS ellipsis cuts it further to fit
 
 

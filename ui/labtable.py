@@ -12,7 +12,7 @@ from typing import Any
 
 from ragcore.types import Candidate, RetrievalResult
 
-from .htmltable import CUT_HELP, CUT_LABELS, Column, table_html
+from .htmltable import CUT_LABELS, Column, cut_reason, table_html
 
 TABLE_HEIGHT_PX = 460  # about 17 rows; the rest scroll under a header that stays in view
 ORDERS = {"rank": "rank", "cosine": "cosine", "BM25": "BM25", "fused": "fused"}  # what the rows can be sorted by
@@ -81,6 +81,6 @@ def lab_table_html(
     return table_html(
         lab_rows(res, order), lab_columns(res, fusion=fusion, fields_on=fields_on, docs_on=docs_on), box="rc-lab",
         row_class=lambda r: "kept" if r["kept"] else "cut",
-        title_of=lambda col, r: CUT_HELP.get(r["cut"], "") if col.key == "status" else "",
+        title_of=cut_reason,
         max_height_px=TABLE_HEIGHT_PX,
     )

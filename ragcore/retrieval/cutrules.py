@@ -13,7 +13,8 @@ the retrieval mode: it is the one score on a fixed, readable scale (fused RRF sc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Protocol, Sequence
+from functools import partial
+from typing import Callable, Hashable, Protocol, Sequence
 
 from ..types import Candidate, DropReason
 
@@ -58,22 +59,20 @@ def keep_top(items: Sequence[CutItem], top_k: int) -> list[bool]:
 
 
 @dataclass(frozen=True)
-class _Rule:
-    reason: DropReason
-    threshold: float = 0.0
-    top_k: int = 0
+class Rule:
+    """One cut: the reason it records and the function that keeps or drops each item."""
 
-    def keep(self, items: Sequence[CutItem]) -> list[bool]:
-        if self.reason == "threshold":
-            return keep_above(items, self.threshold)
-        if self.reason == "dedupe":
-            return keep_first_of_section(items)
-        return keep_top(items, self.top_k)
+    reason: DropReason
+    keep: Callable[[Sequence[CutItem]], list[bool]]
 
 
 def rule_chain(*, top_k: int, threshold: float, dedupe: bool) -> list[CutRule]:
     """The cuts' rules in the order they apply."""
-    return [_Rule("threshold", threshold=threshold), *([_Rule("dedupe")] if dedupe else []), _Rule("top_k", top_k=top_k)]
+    return [
+        Rule("threshold", partial(keep_above, threshold=threshold)),
+        *([Rule("dedupe", keep_first_of_section)] if dedupe else []),
+        Rule("top_k", partial(keep_top, top_k=top_k)),
+    ]
 
 
 def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool) -> tuple[Candidate, ...]:

@@ -8,7 +8,7 @@ threshold can always apply to cosine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -61,6 +61,14 @@ def server_pool(
             collection, query=qm.SparseVector(indices=list(q_sparse.indices), values=list(q_sparse.values)),
             using=SPARSE, limit=n, with_payload=True, with_vectors=[DENSE],
         ).points
+    pool = merge_branches(dense_hits, sparse_hits, q_dense)
+    return _filtered(pool, flt, settings.candidates) if flt else pool
+
+
+def merge_branches(dense_hits: Sequence[Any], sparse_hits: Sequence[Any], q_dense: np.ndarray) -> list[PoolEntry]:
+    """A dense and a sparse branch's scored points (Qdrant's client or its in-process engine) as one
+    pool: every entry gets its cosine (a sparse-only hit from its stored dense vector), BM25 and
+    branch ranks where that branch found it."""
     entries: dict[str, PoolEntry] = {}
     for r, p in enumerate(dense_hits, 1):
         entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), float(p.score), None, r, None)
@@ -72,8 +80,7 @@ def server_pool(
             entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), cos, float(p.score), None, r)
         else:
             entries[str(p.id)] = PoolEntry(e.chunk, e.cosine, float(p.score), e.dense_rank, r)
-    pool = list(entries.values())
-    return _filtered(pool, flt, settings.candidates) if flt else pool
+    return list(entries.values())
 
 
 def _filtered(pool: list[PoolEntry], flt: PathFilter, limit: int) -> list[PoolEntry]:
