@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlparse
 
+import numpy as np
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -13,6 +14,7 @@ from ragcore.citations import (
     MAX_RANGE,
     UNSUPPORTED_BELOW,
     EvidenceNumberer,
+    SupportMatch,
     SupportScorer,
     check_answer,
     clean_markers,
@@ -23,7 +25,7 @@ from ragcore.citations import (
 )
 from ragcore.embeddings import OnnxMiniLM
 from ragcore.guardrails import is_hedged
-from ragcore.textutil import normalize_ws
+from ragcore.textutil import content_terms, normalize_ws
 from ragcore.types import Candidate, Chunk, Evidence
 
 # A Markdown chunk: lines 10..15 of docs/scores guide.md, one line per source line.
@@ -144,6 +146,40 @@ def test_verbatim_sentence_is_supported(scorer: SupportScorer) -> None:
     assert c.retrieval_score == 0.71 and c.score_kind == "cosine"
     assert c.section == ("Threshold",) and c.anchor == "threshold" and c.page is None
     assert c.origin == "corpus"
+
+
+def test_a_verbatim_quote_is_scored_without_the_model_and_as_the_model_would(encoder: OnnxMiniLM) -> None:
+    calls: list[list[str]] = []
+
+    def counting(texts):
+        calls.append(list(texts))
+        return encoder.encode(texts)
+
+    quote = "It does not apply to the BM25 score or to the fused score."
+    fast = SupportScorer(encoder=counting).best([quote], [MD], [[0]])[0][0]
+    assert calls == []  # no embedding: the sentence is one of the chunk's own
+    # the model's own verdict over every span of the chunk picks the same span, with the same score
+    scorer = SupportScorer(encoder=encoder.encode)
+    spans = scorer.spans(MD)
+    sims = {0: np.clip(encoder.encode([quote, *(s.text for s in spans)]) @ encoder.encode([quote])[0], 0, 1)[1:]}
+    ref = scorer._best_span(0, content_terms(quote), spans, sims, 0)
+    assert fast.span == ref.span
+    assert fast.score == pytest.approx(ref.score, abs=1e-6)
+
+
+def test_only_cited_pairs_are_scored(encoder: OnnxMiniLM) -> None:
+    calls: list[list[str]] = []
+
+    def counting(texts):
+        calls.append(list(texts))
+        return encoder.encode(texts)
+
+    claim = "Thresholds are about cosine similarity."  # a paraphrase: needs the model
+    rows = SupportScorer(encoder=counting).best([claim], [MD, QD], [[1]])
+    assert rows[0][0] == SupportMatch(0.0, None)  # [1] not cited: not scored
+    assert rows[0][1].span is not None
+    (texts,) = calls
+    assert texts[0] == claim and set(texts[1:]) <= {s.text for s in SupportScorer().spans(QD)}
 
 
 def test_verbatim_without_encoder_uses_lexical_support() -> None:

@@ -87,8 +87,10 @@ class CitationChecker:
         clean, stripped = clean_markers(text, set(by_n))
         sentences, cited = attribute(clean)
         needed = sorted({n for ns in cited for n in ns})
-        matrix = self.scorer.best(sentences, [by_n[n].chunk for n in needed]) if needed else [[] for _ in sentences]
         col = {n: j for j, n in enumerate(needed)}
+        # only the (sentence, evidence it cites) pairs are read below, so only those are scored
+        pairs = [[col[n] for n in ns] for ns in cited]
+        matrix = self.scorer.best(sentences, [by_n[n].chunk for n in needed], pairs) if needed else [[] for _ in sentences]
         suspicious = {s.n for s in suspicious_evidence(ev)}
         checks: list[SentenceCheck] = []
         matches_for_n: dict[int, list[SupportMatch]] = {}

@@ -36,6 +36,7 @@ class SupportScorer:
     def __init__(self, encoder: Encoder | None = None) -> None:
         self.encoder = encoder
         self._spans: dict[str, list[Span]] = {}
+        self._term_cache: dict[str, set[str]] = {}
 
     def spans(self, chunk: Chunk) -> list[Span]:
         got = self._spans.get(chunk.chunk_id)
@@ -43,28 +44,59 @@ class SupportScorer:
             got = self._spans[chunk.chunk_id] = sentence_spans(chunk.text) or [Span(0, len(chunk.text), normalize_ws(chunk.text))]
         return got
 
-    def best(self, sentences: Sequence[str], chunks: Sequence[Chunk]) -> list[list[SupportMatch]]:
-        """For each answer sentence × each chunk: the best-supporting span and its score."""
+    def best(
+        self, sentences: Sequence[str], chunks: Sequence[Chunk], needed: Sequence[Sequence[int]] | None = None,
+    ) -> list[list[SupportMatch]]:
+        """For each answer sentence × each chunk: the best-supporting span and its score.
+
+        ``needed`` (per sentence, the chunk columns it cites) limits the work to those pairs; the
+        others are left at ``SupportMatch(0.0, None)``. A sentence that is, whitespace aside, one of
+        a chunk's sentences scores 1.0 on it without the model: no span can score higher (both
+        halves are capped at 1.0), and an extractive answer is made of such quotes, so a checked
+        answer usually costs no embedding at all.
+        """
+        want = [list(range(len(chunks))) if needed is None else list(dict.fromkeys(needed[i])) for i in range(len(sentences))]
         ev_spans = [self.spans(c) for c in chunks]
-        flat = [s for spans in ev_spans for s in spans]
-        sem = None
-        if self.encoder is not None and sentences and flat:
-            vecs = self.encoder([*sentences, *(s.text for s in flat)])
-            sem = np.clip(vecs[: len(sentences)] @ vecs[len(sentences) :].T, 0.0, 1.0)
-        flat_terms = [content_terms(s.text) for s in flat]
-        out: list[list[SupportMatch]] = []
-        for i, sent in enumerate(sentences):
-            terms = content_terms(sent)
-            row: list[SupportMatch] = []
-            offset = 0
-            for spans in ev_spans:
-                best = SupportMatch(0.0, None)
-                for j, span in enumerate(spans):
-                    lex = _lexical(terms, flat_terms[offset + j])
-                    score = lex if sem is None else 0.5 * lex + 0.5 * float(sem[i, offset + j])
-                    if score > best.score:
-                        best = SupportMatch(score, span)
-                row.append(best)
-                offset += len(spans)
-            out.append(row)
+        quoted = {(i, j): span for i, sent in enumerate(sentences) for j in want[i]
+                  if (span := _verbatim(sent, ev_spans[j])) is not None}
+        todo = [(i, j) for i in range(len(sentences)) for j in want[i] if (i, j) not in quoted]
+        cols = sorted({j for _, j in todo})
+        sem = self._cosines(sorted({i for i, _ in todo}), sentences, [s for j in cols for s in ev_spans[j]])
+        start = dict(zip(cols, np.cumsum([0, *(len(ev_spans[j]) for j in cols)])))
+        out = [[SupportMatch(0.0, None) for _ in chunks] for _ in sentences]
+        for (i, j), span in quoted.items():
+            out[i][j] = SupportMatch(1.0, span)
+        for i, j in todo:
+            out[i][j] = self._best_span(i, content_terms(sentences[i]), ev_spans[j], sem, int(start[j]))
         return out
+
+    def _cosines(self, rows: list[int], sentences: Sequence[str], spans: list[Span]) -> dict[int, np.ndarray] | None:
+        """Sentence index -> cosines against ``spans`` (None without an encoder)."""
+        if self.encoder is None or not rows or not spans:
+            return None
+        vecs = self.encoder([*(sentences[i] for i in rows), *(s.text for s in spans)])
+        sims = np.clip(vecs[: len(rows)] @ vecs[len(rows) :].T, 0.0, 1.0)
+        return dict(zip(rows, sims))
+
+    def _best_span(self, i: int, terms: set[str], spans: list[Span], sem: dict[int, np.ndarray] | None, offset: int) -> SupportMatch:
+        best = SupportMatch(0.0, None)
+        for k, span in enumerate(spans):
+            lex = _lexical(terms, self._terms(span.text))
+            score = lex if sem is None else 0.5 * lex + 0.5 * float(sem[i][offset + k])
+            if score > best.score:
+                best = SupportMatch(score, span)
+        return best
+
+    def _terms(self, text: str) -> set[str]:
+        got = self._term_cache.get(text)
+        if got is None:
+            if len(self._term_cache) > 100_000:  # a long-lived app: bounded, refilled as needed
+                self._term_cache.clear()
+            got = self._term_cache[text] = content_terms(text)
+        return got
+
+
+def _verbatim(sentence: str, spans: Sequence[Span]) -> Span | None:
+    """The first span whose text is ``sentence`` (both whitespace-normalised)."""
+    key = normalize_ws(sentence)
+    return next((s for s in spans if s.text == key), None)
