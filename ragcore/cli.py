@@ -12,10 +12,15 @@ from .config import ConfigError, RagcoreSettings
 from .redact import redact_url
 
 
-def _engine(settings: RagcoreSettings):
+def _engine(settings: RagcoreSettings, *, preload: bool = False):
+    from .embeddings import OnnxMiniLM
+
+    encoder = OnnxMiniLM(batch_size=settings.embed_batch_size)
+    if preload:  # a question needs the model: load it while the rest of ragcore imports
+        encoder.load_in_background()
     from .pipeline import Engine
 
-    return Engine(settings)
+    return Engine(settings, encoder=encoder)
 
 
 # ------------------------------------------------------------------ ingest
@@ -119,7 +124,7 @@ def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
 def cmd_ask(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     selection = _read_selection(args)  # a bad file or range fails before any model loads
-    engine = _engine(s)
+    engine = _engine(s, preload=True)
     context = args.context or ("both" if selection is not None else "corpus")
     stream = engine.stream(args.question, context=context, selection=selection)
     answer = None

@@ -89,6 +89,20 @@ class OnnxMiniLM:
             self._tokenizer = tok
             self._session = session
 
+    def load_in_background(self) -> threading.Thread:
+        """Start loading the session and tokenizer in a daemon thread; the first ``encode`` waits
+        for it (the lock). A cold ``ragcore ask`` overlaps the ~0.4 s load with its imports and
+        with reading the collection's snapshot."""
+        t = threading.Thread(target=self._try_load, name="onnx-load", daemon=True)
+        t.start()
+        return t
+
+    def _try_load(self) -> None:
+        try:
+            self._load()
+        except Exception:  # noqa: BLE001 - the first encode() loads again and raises it where it is handled
+            pass
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached for short texts: queries and sentences)."""
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
