@@ -1,0 +1,33 @@
+"""`ragcore bench ingest` on a tiny corpus: both sides run on the same files, each side's texts
+are replayed through the bare model, and the figures that README quotes are in the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcore.bench import bench_ingest
+
+
+@pytest.mark.slow
+def test_bench_ingest_reports_wall_tokens_and_the_model_floor(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(3):
+        (corpus / f"page{i}.md").write_text(
+            f"# Page {i}\n\n" + " ".join(f"Sentence {j} of page {i} talks about topic {j % 7}." for j in range(60)),
+            encoding="utf-8",
+        )
+    out = bench_ingest(corpus, None, tmp_path / "results", runs=1)
+    (run,) = out["runs"]
+    ours, quick = run["ragcore"], run["llamaindex_quickstart"]
+    assert ours["tokens"] == run["model_ceiling"]["tokens"] > 0  # the ceiling replays exactly ragcore's texts
+    assert quick["tokens"] == run["quickstart_model_ceiling"]["tokens"] > 0
+    assert ours["seconds"] >= ours["ingest_seconds"] > 0
+    assert out["model_floor_ratio"] == pytest.approx(
+        run["model_ceiling"]["seconds"] / run["quickstart_model_ceiling"]["seconds"], abs=0.01)
+    md = (tmp_path / "results" / "ingest.md").read_text()
+    assert "raw model, quick-start's texts" in md and "Model floor" in md
+    assert json.loads((tmp_path / "results" / "ingest.json").read_text())["files"] == 3
