@@ -304,3 +304,20 @@ def test_support_does_not_depend_on_how_documents_are_ranked(engine: Engine) -> 
     assert (a.score, a.lexical, a.evidence_cosine) == (b.score, b.lexical, b.evidence_cosine)
     moved = search(engine, q, doc_decay=1.0, named_weight=1.0)
     assert any(c.rank != c.chunk_rank for c in moved.candidates)  # the order did change
+
+
+def test_candidate_evolve_equals_dataclasses_replace() -> None:
+    import dataclasses
+
+    from ragcore.types import Candidate, Chunk
+
+    c = Candidate(Chunk(chunk_id="a" * 32, text="t", path="p.md", doc_hash="h", kind="markdown", start_line=1, end_line=1),
+                  0.5, 1.0, 0.02, 1, 2, 1, 1, matched_fields=("path:p",))
+    changes = {"rank": 3, "doc_score": 0.7, "kept": False, "dropped_reason": "top_k"}
+    assert c.evolve(**changes) == dataclasses.replace(c, **changes)
+    assert c.with_cut("threshold") == dataclasses.replace(c, kept=False, dropped_reason="threshold")
+    assert c.rank == 1 and c.kept  # the original is untouched
+    with pytest.raises(TypeError, match="rnak"):
+        c.evolve(rnak=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.evolve(rank=2).rank = 5  # type: ignore[misc]

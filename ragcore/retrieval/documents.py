@@ -17,7 +17,6 @@ and the names, so the lab can show why its document moved.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Mapping, Sequence
 
 from ..types import Candidate, ScoreKind
@@ -84,8 +83,8 @@ def rank_documents(
         keyed.append(((tier, doc_rank[c.chunk.path], i), c))
     keyed.sort(key=lambda kc: kc[0])
     return [
-        dataclasses.replace(c, rank=r, chunk_rank=c.rank, doc_score=scores[c.chunk.path], doc_rank=doc_rank[c.chunk.path],
-                            **_signal_fields(sig, c.chunk.path))
+        c.evolve(rank=r, chunk_rank=c.rank, doc_score=scores[c.chunk.path], doc_rank=doc_rank[c.chunk.path],
+                 **_signal_fields(sig, c.chunk.path))
         for r, (_, c) in enumerate(keyed, 1)
     ]
 
