@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -348,11 +348,16 @@ def _wall(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
     return wall, out.stdout
 
 
-def bench_cold(source_collection: str, size: int, runs: int, question: str | None, results_dir: Path,
+ANSWERED_QUESTION = "What does login_required do?"  # the Django docs answer it: composing and checking run
+
+
+def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence[str] | None, results_dir: Path,
                settings: RagcoreSettings) -> dict[str, Any]:
     """Wall time of a new `ragcore ask` process (start included) on a copy of ``source_collection``
     padded to ``size`` chunks: query snapshots off (RAGCORE_SNAPSHOTS=0: open embedded Qdrant and
-    load the collection, as before) and on, alternated, median of ``runs``; then where the time goes."""
+    load the collection, as before) and on, alternated, median of ``runs``, for each question (by
+    default the data set's first, which the engine abstains on, and one it answers: an answered
+    question also composes and checks); then where the time goes."""
     import os
     import sys
 
@@ -363,28 +368,20 @@ def bench_cold(source_collection: str, size: int, runs: int, question: str | Non
     src = Engine(settings, encoder=encoder)
     if not src.store.exists(source_collection):
         raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}")
-    question = question or _questions()[0]
+    questions = list(questions or [_questions()[0], ANSWERED_QUESTION])
     with tempfile.TemporaryDirectory() as tmp:
         dest = Engine(RagcoreSettings(data_dir=Path(tmp)), encoder=encoder)
         n = _pad_collection(src, source_collection, dest, "bench", size or src.store.count(source_collection))
         src.close()
         dest.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCORE_")} | {"RAGCORE_DATA_DIR": tmp}
-        cmd = [sys.executable, "-m", "ragcore.cli", "ask", question, "-c", "bench"]
-        walls: dict[str, list[float]] = {"snapshots_off": [], "snapshots_on": []}
-        for _ in range(runs):  # alternated, so both feel the same machine load
-            walls["snapshots_off"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "0"})[0])
-            walls["snapshots_on"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "1"})[0])
-        phases = json.loads(_wall([sys.executable, "-c", _PHASES, question], env)[1].strip().splitlines()[-1])
+        per_question = [_cold_question(q, runs, env) for q in questions]
         floor = {"python_start_s": _wall([sys.executable, "-c", "pass"], env)[0],
                  "import_llama_index_core_s": _wall([sys.executable, "-c", "import llama_index.core"], env)[0],
                  "import_qdrant_client_s": _wall([sys.executable, "-c", "import qdrant_client"], env)[0]}
     payload = {
         "bench": "cold", "when": utc_now(), "machine": _machine(), "chunks": n, "source_collection": source_collection,
-        "question": question, "runs": runs, "wall_s": {k: [round(x, 2) for x in v] for k, v in walls.items()},
-        "median_s": {k: round(statistics.median(v), 2) for k, v in walls.items()},
-        "phases_snapshots_on": {k: round(v, 2) if isinstance(v, float) else v for k, v in phases.items()},
-        "floor": {k: round(v, 2) for k, v in floor.items()},
+        "runs": runs, "questions": per_question, "floor": {k: round(v, 2) for k, v in floor.items()},
     }
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "query-cold.json").write_text(json.dumps(payload, indent=2) + "\n")
@@ -394,21 +391,50 @@ def bench_cold(source_collection: str, size: int, runs: int, question: str | Non
     return payload
 
 
+def _cold_question(question: str, runs: int, env: dict[str, str]) -> dict[str, Any]:
+    """One question: ``runs`` alternated pairs of processes (snapshots off, on), then its phases."""
+    import sys
+
+    cmd = [sys.executable, "-m", "ragcore.cli", "ask", question, "-c", "bench", "--json"]
+    walls: dict[str, list[float]] = {"snapshots_off": [], "snapshots_on": []}
+    status = None
+    for _ in range(runs):  # alternated, so both feel the same machine load
+        walls["snapshots_off"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "0"})[0])
+        secs, out = _wall(cmd, env | {"RAGCORE_SNAPSHOTS": "1"})
+        walls["snapshots_on"].append(secs)
+        status = json.loads(out)["status"]
+    phases = json.loads(_wall([sys.executable, "-c", _PHASES, question], env)[1].strip().splitlines()[-1])
+    return {
+        "question": question, "status": status, "wall_s": {k: [round(x, 2) for x in v] for k, v in walls.items()},
+        "median_s": {k: round(statistics.median(v), 2) for k, v in walls.items()},
+        "phases_snapshots_on": {k: round(v, 2) if isinstance(v, float) else v for k, v in phases.items()},
+    }
+
+
 def _cold_summary(p: dict[str, Any]) -> str:
-    off, on, ph, fl = p["wall_s"]["snapshots_off"], p["wall_s"]["snapshots_on"], p["phases_snapshots_on"], p["floor"]
+    fl = p["floor"]
+    rows, phases = [], []
+    for q in p.get("questions") or [dict(p, status="not recorded")]:  # the first format had one question
+        off, on, ph = q["wall_s"]["snapshots_off"], q["wall_s"]["snapshots_on"], q["phases_snapshots_on"]
+        rows.append(f"| {q['question']} | {q['status']} | {q['median_s']['snapshots_off']} ({off}) "
+                    f"| **{q['median_s']['snapshots_on']}** ({on}) |")
+        phases.append(
+            f"- *{q['question']}*: importing ragcore {ph['import_s']} s, loading the model {ph['model_s']} s, reading "
+            f"the snapshot into the search and topic indexes {ph['indexes_s']} s, the question itself {ph['ask_s']} s "
+            f"({ph['ask_latency_ms']} ms by stage); Qdrant opened: {ph['qdrant_opened']}, its client imported: "
+            f"{ph['qdrant_imported']}.")
     return (
         f"{COLD_MARK} ({p['when']}, `ragcore bench cold`)\n\n"
         f"A new `ragcore ask` process on {p['chunks']} chunks (copies of {p['source_collection']!r}), process start "
-        f"included, median of {p['runs']} alternated runs; load average at the start {p['machine']['load_avg']}.\n\n"
-        f"| run | median s | runs s |\n|---|---|---|\n"
-        f"| snapshots off (open embedded Qdrant, load the collection) | {p['median_s']['snapshots_off']} | {off} |\n"
-        f"| query snapshot (memory-mapped, Qdrant not opened) | {p['median_s']['snapshots_on']} | {on} |\n\n"
-        f"Where a cold question's time goes, with the snapshot: importing ragcore (numpy, scipy, onnxruntime; not LlamaIndex) "
-        f"{ph['import_s']} s, loading the model {ph['model_s']} s, reading the snapshot into the search and topic "
-        f"indexes {ph['indexes_s']} s, the question itself {ph['ask_s']} s ({ph['ask_latency_ms']} ms by stage); "
-        f"Qdrant opened: {ph['qdrant_opened']}, its client imported: {ph['qdrant_imported']}. For scale: starting "
-        f"Python alone {fl['python_start_s']} s, `import llama_index.core` alone {fl['import_llama_index_core_s']} s, "
-        f"`import qdrant_client` alone {fl['import_qdrant_client_s']} s."
+        f"included, median of {p['runs']} alternated runs (each run's seconds in brackets); load average at the start "
+        f"{p['machine']['load_avg']}.\n\n"
+        "| question | answer | snapshots off (open embedded Qdrant, load the collection) s | query snapshot s |\n"
+        "|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "Where the time goes, with the snapshot, each step run alone in one process (`ragcore ask` itself loads the "
+        "model in a background thread while it imports the rest and reads the snapshot, so its wall time is less "
+        "than their sum):\n\n" + "\n".join(phases) + "\n\n"
+        f"For scale: starting Python alone {fl['python_start_s']} s, `import llama_index.core` alone "
+        f"{fl['import_llama_index_core_s']} s, `import qdrant_client` alone {fl['import_qdrant_client_s']} s."
     )
 
 
@@ -528,7 +554,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bc.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
     bc.add_argument("--size", type=int, default=0, help="chunks (0 = as many as the collection has)")
     bc.add_argument("--runs", type=int, default=3)
-    bc.add_argument("--question", help="default: the first question of django-docs-qa")
+    bc.add_argument("--question", action="append", dest="questions",
+                    help="repeatable; default: the first question of django-docs-qa and one the Django docs answer")
     bc.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     bc.set_defaults(func=_cmd_cold)
     ba = bsub.add_parser("answer", help="time to the sources event and per-token overhead, against a scripted LLM server")
@@ -560,7 +587,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 def _cmd_cold(args: argparse.Namespace) -> int:
     from .cli_common import settings_from_args
 
-    out = bench_cold(args.collection, args.size, max(1, args.runs), args.question, args.results, settings_from_args(args))
+    out = bench_cold(args.collection, args.size, max(1, args.runs), args.questions, args.results, settings_from_args(args))
     print(_cold_summary(out))
     return 0
 

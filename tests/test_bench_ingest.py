@@ -31,3 +31,24 @@ def test_bench_ingest_reports_wall_tokens_and_the_model_floor(tmp_path: Path) ->
     md = (tmp_path / "results" / "ingest.md").read_text()
     assert "raw model, quick-start's texts" in md and "Model floor" in md
     assert json.loads((tmp_path / "results" / "ingest.json").read_text())["files"] == 3
+
+
+@pytest.mark.slow
+def test_bench_cold_times_each_question_in_new_processes_and_records_its_answer(tmp_path: Path, make_engine) -> None:
+    from ragcore.bench import bench_cold
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "auth.md").write_text(
+        "# Login\n\nThe login_required decorator redirects anonymous users to the login page.\n", encoding="utf-8")
+    eng = make_engine(collection="src")
+    eng.ingest([corpus], "src", calibrate=False)
+    eng.close()
+    q = "What does the login_required decorator do?"
+    out = bench_cold("src", 0, 1, [q], tmp_path / "results", eng.settings)
+    (row,) = out["questions"]
+    assert row["question"] == q and row["status"] in {"ok", "abstained"}
+    assert all(len(v) == 1 and v[0] > 0 for v in row["wall_s"].values())
+    assert row["phases_snapshots_on"]["qdrant_opened"] is False
+    md = (tmp_path / "results" / "query.md").read_text()
+    assert "## Cold question" in md and q in md and row["status"] in md
