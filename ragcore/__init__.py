@@ -34,6 +34,7 @@ _EXPORTS = {
     "OnnxMiniLM": "ragcore.embeddings",
     "OnnxEmbedding": "ragcore.embedding_component",
     "Store": "ragcore.store",
+    "SnapshotVectorStore": "ragcore.snapshot_vector_store",
     "HybridRetriever": "ragcore.retrieval",
     "HybridSearch": "ragcore.retrieval",
     "CosineThreshold": "ragcore.retrieval",

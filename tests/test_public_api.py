@@ -11,7 +11,7 @@ PUBLIC = [
     "Answer", "Candidate", "Chunk", "Citation", "CitationChecker", "CitationNumberer", "CollectionInfo", "ConfigError",
     "CosineThreshold", "Engine", "Event", "Evidence", "ExtractiveComposer", "HybridRetriever", "HybridSearch",
     "IngestReport", "LineAwareNodeParser", "LlmSettings", "OnnxEmbedding", "OnnxMiniLM", "OpenAICompatibleLLM",
-    "RagcoreSettings", "RetrievalResult", "SectionDedupe", "SelectionInput", "Store", "Synthesis", "Synthesizer",
+    "RagcoreSettings", "RetrievalResult", "SectionDedupe", "SelectionInput", "SnapshotVectorStore", "Store", "Synthesis", "Synthesizer",
     "TopK", "Validation", "apply_cuts", "check_answer",
 ]
 
