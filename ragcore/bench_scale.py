@@ -9,6 +9,10 @@ and BM25), peak RSS and disk size. Engines:
 - ``edge-exact`` / ``edge-hnsw``: Qdrant's own engine in process (``qdrant-edge-py``, the optional
   extra ``scale``); two branch queries fused here, since its prefetch + RRF returns only the fused score.
 - ``numpy-mmap``: a persisted index (float32 dense matrix and BM25 postings, memory-mapped; exact).
+- ``ragcore-snapshot``: ragcore's own query snapshot (``snapshot.py``, format 2) searched by
+  ``SearchIndex`` + ``retrieval.pools.local_pool``: exact below ``dense_codes.APPROX_MIN`` chunks, a
+  projected dense scan with exact rescoring above it (its recall is reported per size, and on real
+  embeddings with ``--real-vectors``).
 
 Data: real Django chunks (ragcore's chunker and BM25) replicated to size with a ``copyN/`` path
 prefix; dense vectors are seeded random unit vectors (timing does not depend on their meaning);
@@ -47,6 +51,7 @@ COLLECTION = "bench"
 SEED = 20261122
 WRITE_BATCH = 512  # the batch ``bench._pad_collection`` and ingest hand to Store.write_chunks
 LOCAL_MAX = 100_000  # today's writer: 70-420 points/s, so 1M would take hours
+RECALL_AT = (250, 1000, 2000, 4000, 8000)  # oversampling sizes whose dense recall@10 the report shows
 
 
 # ------------------------------------------------------------------ data
@@ -386,9 +391,10 @@ ENGINES: dict[str, EngineSpec] = {
         "numpy-mmap", "(c) persisted numpy index: memory-mapped float32 matrix + BM25 postings, exact",
         numpy_write, numpy_open, numpy_pool),
     "ragcore-snapshot": EngineSpec(
-        "ragcore-snapshot", "(c) ragcore's query snapshot as in the tree now (`snapshot.py`: mapped matrix, "
-        "chunks.json and BM25 columns read whole) + SearchIndex.from_snapshot", snapshot_write, snapshot_open,
-        local_pool, needs="ragcore.snapshot"),
+        "ragcore-snapshot", "(c) ragcore's query snapshot, format 2 (`snapshot.py`: every file memory-mapped, "
+        "chunks decoded per row, BM25 summed from the query terms' postings; from 200,000 chunks the dense branch "
+        "scans a 64-d projection and rescores its best 4,000 exactly, `dense_codes.py`) + SearchIndex.from_snapshot "
+        "+ `local_pool`", snapshot_write, snapshot_open, local_pool, needs="ragcore.snapshot"),
 }
 
 
@@ -614,12 +620,20 @@ def _prepare(corpus: Path, questions: list[str], workdir: Path, encoder=None) ->
     return base
 
 
-def _size_runs(size: int, engines: list[str], workdir: Path, limits: RunLimits, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every engine at one size, on one dense file; returns each engine's agreement with the reference."""
+def _size_runs(size: int, engines: list[str], workdir: Path, limits: RunLimits, rows: list[dict[str, Any]],
+               queries: np.ndarray | None = None) -> dict[str, Any]:
+    """Every engine at one size, on one dense file; returns each engine's agreement with the reference
+    (and, when the snapshot engine runs, its projection's recall at several oversampling sizes)."""
     if any(ENGINES[n].max_size is None or size <= ENGINES[n].max_size for n in engines):
         write_dense(workdir / f"dense-{size}.npy", size)
     answers: dict[str, list[dict[str, Any]]] = {}
+    recall: dict[str, float] = {}
     try:
+        if "ragcore-snapshot" in engines and queries is not None and (workdir / f"dense-{size}.npy").is_file():
+            from .dense_codes import recall_at
+
+            dense = np.load(workdir / f"dense-{size}.npy", mmap_mode="r")
+            recall = {str(m): r for m, r in recall_at(np.asarray(dense), queries, RECALL_AT).items()}
         for name in engines:
             spec = ENGINES[name]
             if spec.max_size is not None and size > spec.max_size:
@@ -629,14 +643,15 @@ def _size_runs(size: int, engines: list[str], workdir: Path, limits: RunLimits, 
                 rows.append({"engine": name, "size": size, "skipped": "not run: the run's time limit (--stop-at) had passed"})
             else:
                 row, answers[name] = measure(name, size, workdir, limits)
-                rows.append(row)
+                rows.append({**row, "when": utc_now()})
                 print(json.dumps({k: v for k, v in row.items() if k != "first_top"}), file=sys.stderr, flush=True)
     finally:
         (workdir / f"dense-{size}.npy").unlink(missing_ok=True)
     for f in workdir.glob(f"answers-*-{size}.json"):  # engines measured by an earlier run in this workdir
         answers.setdefault(f.name[len("answers-") : -len(f"-{size}.json")], json.loads(f.read_text()))
     ref = "numpy-mmap" if answers.get("numpy-mmap") else next((n for n in answers if answers[n]), None)
-    return {"reference": ref, **{n: agreement(answers[ref], a) for n, a in answers.items() if ref and n != ref and a}}
+    out = {"reference": ref, **{n: agreement(answers[ref], a) for n, a in answers.items() if ref and n != ref and a}}
+    return {**out, "projection_recall": recall} if recall else out
 
 
 def run_scale(sizes: list[int], engines: list[str], corpus: Path, questions: list[str], workdir: Path,
@@ -649,7 +664,7 @@ def run_scale(sizes: list[int], engines: list[str], corpus: Path, questions: lis
     started = [round(x, 2) for x in os.getloadavg()]
     payload: dict[str, Any] = {}
     for size in sorted(sizes):
-        agree[str(size)] = _size_runs(size, engines, workdir, limits, rows)
+        agree[str(size)] = _size_runs(size, engines, workdir, limits, rows, base.q_dense)
         payload = {
             "bench": "scale", "when": utc_now(), "machine": _machine(), "load_avg_start": started,
             "versions": versions(), "base_chunks": len(base.chunks), "corpus": str(corpus), "questions": len(questions),
@@ -659,6 +674,38 @@ def run_scale(sizes: list[int], engines: list[str], corpus: Path, questions: lis
         if on_size:
             on_size(payload)
     return payload
+
+
+def real_recall(specs: list[str], encoder=None) -> dict[str, Any]:
+    """Dense recall@10 of the projection on real embeddings: each spec is ``name=DENSE.npy:QUESTIONS.jsonl[:...]``
+    (a snapshot's matrix and the questions asked of it); ``all`` is every matrix stacked, every question."""
+    from .dense_codes import recall_at
+    from .embeddings import OnnxMiniLM
+
+    enc = encoder or OnnxMiniLM()
+    sets: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for spec in specs:
+        name, _, rest = spec.partition("=")
+        dense_path, *q_paths = rest.split(":")
+        qs = [json.loads(line)["question"] for q in q_paths for line in Path(q).read_text().splitlines() if line.strip()]
+        sets[name] = (np.load(dense_path, allow_pickle=False).astype(np.float32), enc.encode(qs).astype(np.float32))
+    if len(sets) > 1:
+        sets["all"] = (np.vstack([d for d, _ in sets.values()]), np.vstack([q for _, q in sets.values()]))
+    return {name: {"chunks": len(d), "questions": len(q), "recall": {str(m): r for m, r in recall_at(d, q, RECALL_AT).items()}}
+            for name, (d, q) in sets.items()}
+
+
+def _recall_md(p: dict[str, Any]) -> list[str]:
+    """Dense recall@10 against the exact scan, by oversampling size (real vectors, then synthetic)."""
+    rows = [(f"{n} (real MiniLM, {r['chunks']:,} chunks, {r['questions']} questions)", r["recall"])
+            for n, r in p.get("real_recall", {}).items()]
+    rows += [(f"synthetic random, {int(size):,} chunks, {p['questions']} questions", a["projection_recall"])
+             for size, a in p["agreement"].items() if a.get("projection_recall")]
+    if not rows:
+        return []
+    head = ["## Dense recall of the projection (64-d PCA, then exact rescoring of the best M)", "",
+            "| vectors | " + " | ".join(f"M = {m:,}" for m in RECALL_AT) + " |", "|---|" + "---|" * len(RECALL_AT)]
+    return head + [f"| {label} | " + " | ".join(str(r.get(str(m), "–")) for m in RECALL_AT) + " |" for label, r in rows] + [""]
 
 
 def _machine() -> dict[str, Any]:
@@ -698,16 +745,20 @@ def _row_md(r: dict[str, Any]) -> str:
         ext = (f" Extrapolated linearly from {x['from_size']:,} (not measured): write {_fmt(x['write_s'])} s, open "
                f"{_fmt(x['open_s'])} s, RSS {_fmt(x['query_peak_rss_mb'])} MB, disk {_fmt(x['disk_mb'])} MB, "
                f"p95 ~{_fmt(x['query_p95_ms'])} ms.") if x else ""
-        return f"| {name} | {size} | not run: {r['skipped']}.{ext} ||||||||||"
+        return f"| {name} | {size} | not run: {r['skipped']}.{ext} ||||||||||{_day(r)} |"
     if "error" in r:
         rate = (f" It had written {r['partial_points']:,} points in {r['partial_s']:,.0f} s "
                 f"({r['points_per_s']} points/s).") if "partial_points" in r else ""
-        return f"| {name} | {size} | {' '.join(r['error'].split())[:200]}.{rate} ||||||||||"
+        return f"| {name} | {size} | {' '.join(r['error'].split())[:200]}.{rate} ||||||||||{_day(r)} |"
     build = f" (HNSW build {r['index_build_s']} s)" if "index_build_s" in r else ""
     return (f"| {name} | {size} | {_fmt(r['points_per_s'])}{build} | {_fmt(r['write_peak_rss_mb'])} | {r['open_s']} / {r['open_first_query_s']} | "
             f"{r['process_to_first_query_s']} | {r['query_p50_ms']} | {r['query_p95_ms']} | "
             f"{_fmt(r.get('query_cpu_p50_ms'))} / {_fmt(r.get('query_cpu_p95_ms'))} | {_fmt(r['query_peak_rss_mb'])} | "
-            f"{_fmt(r['disk_mb'])} | {r['write_load_1m']} / {r['query_load_1m']} |")
+            f"{_fmt(r['disk_mb'])} | {r['write_load_1m']} / {r['query_load_1m']} | {_day(r)} |")
+
+
+def _day(r: dict[str, Any]) -> str:
+    return str(r.get("when") or "–")[:16].replace("T", " ")
 
 
 def _agreement_md(agree: dict[str, Any]) -> list[str]:
@@ -715,7 +766,7 @@ def _agreement_md(agree: dict[str, Any]) -> list[str]:
            "fused top-10 identical (queries without BM25 ties) |", "|---|---|---|---|---|---|"]
     for size, a in agree.items():
         for name, g in a.items():
-            if name != "reference" and g:
+            if name not in ("reference", "projection_recall") and g:
                 out.append(f"| {int(size):,} | {name} vs {a['reference']} | {g['dense_top10_same']} | {g['dense_top10_overlap']} | "
                            f"{g['bm25_top10_scores_same']} | {g['hybrid_top10_same']} ({g['hybrid_comparable_queries']} of {g['queries']}) |")
     return out
@@ -760,8 +811,8 @@ def summary_md(p: dict[str, Any], command: str, verdict: str = "") -> str:
         + ", ".join(f"{r['engine']} {r['size']:,}: {r.get('blas_threads', 'default')}" for r in p["runs"] if "open_s" in r)
         + " (OpenBLAS's default, 2 threads here, spins on a loaded machine: see `RunLimits.blas_threads`).", "",
         "| engine | chunks | write points/s | write peak RSS MB | open s / with first query s | process → first result s | hybrid p50 ms | "
-        "hybrid p95 ms | query CPU p50 / p95 ms | query peak RSS MB | disk MB | load (write / query) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "hybrid p95 ms | query CPU p50 / p95 ms | query peak RSS MB | disk MB | load (write / query) | measured (UTC) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     engines = [f"- `{n}`: {label}" for n, label in p["engines"].items()]
     body = head + [_row_md(r) for r in p["runs"]] + ["", "Engines:", *engines, "",
@@ -769,10 +820,12 @@ def summary_md(p: dict[str, Any], command: str, verdict: str = "") -> str:
                                                      *_agreement_md(p["agreement"]), ""]
     note = ("BM25 scores tie wherever chunks repeat (every size above the base set is replicated text), and each "
             "engine breaks ties its own way, so fused lists are compared only on queries whose BM25 branch has no "
-            "ties; dense scores never tie (random vectors). HNSW rows measure its recall against exact search on "
-            "random vectors, which is harder than on real embeddings.")
+            "ties; dense scores never tie (random vectors). The dense top-10 overlap is the recall@10 of an "
+            "approximate dense search against the exact one (HNSW; the snapshot's projection from 200,000 chunks); "
+            "on these random vectors it is far lower than on real embeddings (next table).")
     targets = ["Targets from issue 11, at each engine's largest measured size:", "", *_targets_md(p), ""]
-    return "\n".join(body + [note, "", "## Which engine and why", "", *targets, verdict or "(no verdict written)", ""])
+    return "\n".join(body + [note, "", *_recall_md(p), "## Which engine and why", "", *targets,
+                             verdict or "(no verdict written)", ""])
 
 
 def write_results(results_dir: Path, payload: dict[str, Any], command: str, verdict: str = "") -> None:
@@ -786,7 +839,8 @@ def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new``'s runs added to ``old``'s (a run of the same engine and size replaces the old one),
     so a slow engine can be measured by a second command; both commands are kept."""
     done = {(r["engine"], r["size"]) for r in new["runs"]}
-    runs = [r for r in old["runs"] if (r["engine"], r["size"]) not in done] + new["runs"]
+    runs = [_dated(r, old.get("when")) for r in old["runs"] if (r["engine"], r["size"]) not in done] + \
+        [_dated(r, new.get("when")) for r in new["runs"]]
     runs.sort(key=lambda r: (r["size"], list({**old["engines"], **new["engines"]}).index(r["engine"])))
     runs = [{**r, "extrapolated": extrapolate(runs, r["engine"], r["size"])} if "skipped" in r and r["engine"] == "qdrant-local"
             else r for r in runs]  # from the largest size measured by any of the merged runs
@@ -794,8 +848,13 @@ def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             "sizes": sorted(set(old["sizes"]) | set(new["sizes"])),
             "agreement": {k: {**old["agreement"].get(k, {}), **new["agreement"].get(k, {})}
                           for k in {**old["agreement"], **new["agreement"]}},
-            "load_avg_start": old["load_avg_start"],
+            "load_avg_start": old["load_avg_start"], "real_recall": new.get("real_recall") or old.get("real_recall") or {},
             "earlier_commands": [c for c in dict.fromkeys([*old.get("earlier_commands", []), old["command"]]) if c != new.get("command")]}
+
+
+def _dated(row: dict[str, Any], when: str | None) -> dict[str, Any]:
+    """A row keeps the date it was measured (rows from before rows carried one: their run's date)."""
+    return row if "when" in row or not when else {**row, "when": when}
 
 
 def add_scale_parser(bsub: argparse._SubParsersAction) -> None:
@@ -816,6 +875,8 @@ def add_scale_parser(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     b.add_argument("--render", action="store_true", help="only rewrite scale.md from the figures in scale.json")
     b.add_argument("--merge", action="store_true", help="add these runs to scale.json's (same --workdir for agreement)")
+    b.add_argument("--real-vectors", default="", dest="real_vectors",
+                   help="comma-separated NAME=DENSE.npy:QUESTIONS.jsonl[:MORE.jsonl]: the projection's recall on real embeddings")
     b.set_defaults(func=_cmd_scale)
 
 
@@ -850,10 +911,11 @@ def _cmd_scale(args: argparse.Namespace) -> int:
     limits = RunLimits(rss_mb=args.rss_limit_gb * 1024, stop_at=_stop_epoch(args.stop_at), repeats=args.repeats,
                        phase_timeout_s=args.phase_timeout_min * 60, blas_threads=args.blas_threads or None)
     command = "ragcore bench scale " + " ".join(sys.argv[sys.argv.index("scale") + 1 :]) if "scale" in sys.argv else "ragcore bench scale"
+    real = real_recall([x for x in args.real_vectors.split(",") if x]) if args.real_vectors else None
     with tempfile.TemporaryDirectory(prefix="ragcore-scale-") as tmp:
         run_scale([int(x) for x in args.sizes.split(",") if x], [e for e in engines if e not in missing],
                   args.corpus, _questions()[: args.questions], args.workdir or Path(tmp), limits,
-                  on_size=lambda p: _save(args, p, command))
+                  on_size=lambda p: _save(args, {**p, "real_recall": real} if real else p, command))
     print((args.results / "scale.md").read_text())
     return 0
 
@@ -868,65 +930,60 @@ def _save(args: argparse.Namespace, payload: dict[str, Any], command: str) -> No
 # The reasoning below quotes the run committed with it (bench/results/scale.json); `--render`
 # rewrites scale.md from that JSON after an edit here.
 VERDICT = """\
-The machine was shared: the 1-minute load on its 2 cores ranged from 2.7 to 17 across phases (last
-column; the later numpy-mmap and snapshot rows ran on a quieter machine than the edge rows, and two
-commands overlapped for a while). Wall-clock latencies at load 10+ are 2-6x the CPU time each query
-cost, so the CPU column (this process's CPU time, all its threads) is the fairer comparison.
+Rows are dated (last column). The 2026-11-23 rows (numpy-mmap and ragcore-snapshot) ran on a quiet
+machine (load 2-4) on the current chunker's 7,083 base chunks; the 2026-11-22 rows (qdrant-local,
+edge-*) ran at load 7-17 on the previous chunker's 7,065, and their agreement rows compare them
+with that run's numpy-mmap. Wall-clock latencies at load 10+ are 2-6x the CPU time each query cost,
+so the CPU column (this process's CPU time, all its threads) is the fairer comparison across dates.
 
 - **(a) today's local mode + SearchIndex is out.** It wrote 31 points/s at 10k and 16 points/s on the
   way to 100k (one SQLite commit per point; qdrant-client itself warns that local mode is not meant
-  for more than 20,000 points): 10k chunks took 5.4 min to write and 17 s to open (it scrolls every
-  point into Python and rebuilds the index). At 100k the write was stopped by its 55-minute limit at
-  51,712 points; 1M is not run: 9-28 hours of writing at these rates (extrapolated, not measured).
-  It fails "open <= 2 s" already at 10k.
-- **No engine measured here reaches hybrid p95 <= 50 ms at 1M with exact dense search on this
-  machine.** An exact float32 scan reads 1M x 384 x 4 B = 1.5 GB per query; at this machine's ~11 GB/s
-  that alone is ~130 ms (one 1M x 384 product took 134 ms in a quiet minute). At 1M numpy-mmap costs
-  162/213 ms CPU (p50/p95), edge-exact 136/155 ms (on both cores), the snapshot 141/179 ms; the issue's
-  quiet-machine figure for edge (~110 ms) agrees. Under 50 ms at 1M needs a smaller or approximate
-  dense scan: an int8 copy (384 MB per query, ~35 ms bandwidth floor) with float32 rescoring of a few
-  hundred candidates -- Qdrant has scalar quantization built in; numpy has no int8 kernel (an int8
-  matrix-vector product took 296 ms) -- or HNSW, whose build is the obstacle: 44 s at 10k, unfinished
-  after 11 min at 100k under load (stopped by hand to leave time for 1M), and per the issue > 10 min
-  and 17 GB peak at 1M. Its recall on these random vectors at default settings was 0.62 top-10 overlap
-  with exact search (real embeddings do better; it must be checked on them).
-- **(c) numpy-mmap meets every target up to 100k and is the only engine whose open does not grow**:
-  2-3 ms to open at every size (nothing is rebuilt: the files are the index), open + first query
-  9 ms / 33 ms / 0.36 s at 10k / 100k / 1M, a cold process answers in 1.7-2.5 s including Python's
-  start and imports, hybrid 18/19 ms p50/p95 at 100k in 0.44 GB RSS, bulk writes of 22,000-33,000
-  points/s. At 1M it holds in 2.3 GB RSS (mostly mapped pages of the matrix) and 3.2 GB disk, payload
-  included. Its scores are ragcore's own formulas (cosine; BM25 with Qdrant's IDF), so every chunk
-  carries cosine, BM25 and fused scores, equal to the other engines' (identical dense top-10 and
-  BM25 scores in the agreement table). Immutable files keyed by corpus version let any number of
-  processes read at once (item 5); a writer publishes a new version by renaming a folder.
-- **(b) qdrant-edge exact** costs about the same CPU per query (20/26 ms at 100k, 136/155 ms at 1M,
-  measured at load 7-14), writes 580-990 points/s here (6,100 on a quiet machine per the issue), but
-  its open grows with size (1.2 s at 10k, 5.0 s at 100k, 23.6 s at 1M here; 6.3 s per the issue), it
-  took 4.6 GB RSS to query and 6.1 GB to write at 1M, one process per shard (a second open fails on the
-  WAL lock), prefetch + RRF returns only the fused score (this bench fuses two branch queries itself,
-  as ragcore would have to), no LlamaIndex vector store, and a 0.x API that changed between releases.
-- **ragcore's query snapshot as it is in the tree now (`snapshot.py`, work in progress)** returns the
-  same results and the lowest CPU per query up to 100k (2.4 ms at 10k, 17/21 ms at 100k), but it
-  reads chunks.json and the BM25 columns whole at open: 0.22 s at 10k, 2.95 s at 100k (over the 2 s
-  bar) and 88 s with 9.0 GB RSS at 1M (9.6 GB to write). Reading payloads per hit from an
-  offsets-indexed file and mapping the postings, as numpy-mmap does, is what keeps open at a few ms.
+  for more than 20,000 points): 10k chunks took 5.4 min to write and 17 s to open. At 100k the write
+  was stopped by its 55-minute limit at 51,712 points; 1M is not run (9-28 hours of writing,
+  extrapolated). It fails "open <= 2 s" already at 10k.
+- **An exact dense scan cannot meet p95 <= 50 ms at 1M here.** It reads 1M x 384 x 4 B = 1.5 GB per
+  query: numpy-mmap costs 180/199 ms CPU (p50/p95), edge-exact 136/155 ms. HNSW's build is the
+  obstacle for (b): 44 s at 10k, unfinished after 11 min at 100k, > 10 min and 17 GB per the issue at 1M.
+- **(c) ragcore's query snapshot, format 2, meets every target at 1M**: open 0.021 s (0.12 s with the
+  first query; a cold process answers in 0.74 s including Python's start and imports), hybrid
+  32/45 ms wall and 31/43 ms CPU (p50/p95), 2.5 GB peak RSS while querying and 3.2 GB on disk. Nothing
+  is read whole on open: every file is memory-mapped, chunks are decoded per row (`chunk_table.py`),
+  BM25 is summed from the query terms' postings only, and the name index is written at publish.
+  (Before, format 1 read chunks.json whole: 88 s to open, 9.0 GB RSS, 141/179 ms CPU at 1M; 2.95 s to
+  open at 100k.) Most of the 2.5 GB is file pages the process has touched (the 256 MB projection on
+  every query, the rows it rescored, the postings), shared with the page cache.
+- **Below 200,000 chunks results are identical to the exact search** (dense top-10, BM25 scores and
+  the fused list equal numpy-mmap's at 10k and 100k; a test checks bit-for-bit equality with the
+  format-1 code) at the same cost: 3.9/4.7 ms CPU at 10k, 19/21 ms at 100k.
+- **From 200,000 chunks the dense branch is approximate**: a 64-d PCA projection of the vectors
+  (`dense_codes.py`, fitted at publish) is scanned, its best M = 4,000 rows are rescored exactly, and
+  every pool entry (BM25-only hits too) carries its exact cosine. On real MiniLM vectors (the Django
+  and Git collections' own matrices and their QA questions, answerable and not) dense recall@10 is
+  0.998-0.999 at M = 1,000 and 0.999-1.0 at M = 4,000 (recall table). Sign bits with Hamming
+  distance, the first candidate, needed ~8% of the collection rescored for 0.99 on the same vectors
+  (0.91 / 0.97 / 0.98 / 0.99 at M = 100 / 250 / 500 / 1,000 on the 12,363, 125 of the questions)
+  and cost no less to scan in numpy (15-17 ms at 1M, as the 64-d product).
+  On the synthetic random vectors recall is low (0.15 at 1M): random 384-d vectors have no principal
+  directions, the worst case for any projection, so the 1M agreement row shows different dense
+  top-10s. Real recall at 1M is not measured (no million real vectors here); raising
+  `SearchIndex.approx_min` keeps any collection exact at the exact scan's cost.
+- **(b) qdrant-edge exact** costs about the same CPU per query as numpy's exact scan, but its open
+  grows with size (1.2 s at 10k, 5.0 s at 100k, 23.6 s at 1M here), it took 4.6 GB RSS to query and
+  6.1 GB to write at 1M, one process per shard, prefetch + RRF returns only the fused score, no
+  LlamaIndex vector store, and a 0.x API that changed between releases.
 
-**Choice: (c), a persisted numpy index, for the embedded default's query path**, written at the end of
-each ingest and keyed by corpus version, as the team planned, with payloads read per hit and the
-postings memory-mapped: it is the only candidate that opens in milliseconds at every size, lets
-several processes read, keeps scores explainable and exact, and holds 1M chunks in about 2.3 GB RSS
-and 3.2 GB disk. It does not meet p95 <= 50 ms at 1M (nothing measured here does); the next step for
-that is an int8 copy of the dense matrix scanned by a compiled kernel with float32 rescoring, measured
-with this same command. The store of record keeps Qdrant's collection schema (dense cosine + sparse
-BM25 with the IDF modifier), so `RAGCORE_QDRANT_URL` stays the way to grow to a server or cluster.
-Local mode's 16-31 points/s writes remain the embedded default's bottleneck past a few thousand
-chunks; replacing them (edge in process, or appending numpy segments under a manifest) is a decision
-this run informs but does not settle.
+**Choice: (c), ragcore's query snapshot (a persisted, memory-mapped numpy index) for the embedded
+default's query path**, written at the end of each ingest and keyed by corpus version: it opens in
+milliseconds at every size, lets several processes read, keeps every score explainable (cosine, BM25,
+fused per chunk), is exact up to 200,000 chunks and meets p95 <= 50 ms at 1M with the projection.
+The store of record keeps Qdrant's collection schema (dense cosine + sparse BM25 with the IDF
+modifier), so `RAGCORE_QDRANT_URL` stays the way to grow to a server or cluster. Writes are still
+local mode's (16-31 points/s): the snapshot's own write at 1M took 135 s and 4.2 GB peak, but
+getting 1M points into local mode first is the embedded default's bottleneck, not settled here.
 
-Two entries of scale.json were edited by hand after the commands above, and only these: the
-edge-hnsw 100k row's error text (the worker was stopped by hand, which the tool could only report as
-"exit -15"), and the 10k qdrant-local agreement row, restored from the first command's output (its
-per-query answers were not yet kept on disk, so later merges had dropped it).
+Two entries of scale.json were edited by hand in the 2026-11-22 run, and only these: the edge-hnsw
+100k row's error text (the worker was stopped by hand, which the tool could only report as "exit
+-15"), and the 10k qdrant-local agreement row, restored from that run's first command's output.
 """
 
 

@@ -7,14 +7,21 @@ vectors (``.npy``, memory-mapped when read), the BM25 columns of the in-process 
 with their metadata, the vectors of their section headings and the collection's metadata:
 
     <data dir>/snapshots/<collection>/manifest.json           which version is current, and its stamp
-    <data dir>/snapshots/<collection>/<corpus version>-<id>/  dense.npy, sparse_*.npy, chunks.json,
-                                                              headings.json, headings.npy
+    <data dir>/snapshots/<collection>/<corpus version>-<id>/  dense.npy, dense_codes.npy, dense_basis.npy,
+                                                              sparse_*.npy, chunks.jsonl + the chunk
+                                                              table's columns (chunk_table.py),
+                                                              names.json, headings.json, headings.npy
 
 A version directory is written under a temporary name and renamed; the manifest is replaced
 atomically, then older versions are removed. The manifest records a stamp of the Qdrant file it
 was made from (inode, size, mtime of the collection's ``storage.sqlite``): a snapshot whose stamp
 no longer matches the store is not used (the Store rebuilds it). Only JSON and ``.npy`` without
 pickles are read back, so a data folder cannot carry code.
+
+Format 2 (format-1 snapshots are refused, hence rebuilt) opens in milliseconds at any size:
+every large file is memory-mapped and chunks are decoded per row (chunk_table.py); the BM25
+postings are read per query term; the name index is computed at publish (names.json); a 64-d
+projection of the vectors (dense_codes.py) serves the dense branch of large collections.
 """
 
 from __future__ import annotations
@@ -24,19 +31,20 @@ import os
 import shutil
 import threading
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
-from scipy import sparse as sp
 
+from .chunk_table import ChunkTable, TableError, write_table
+from .dense_codes import DenseCodes, read_codes, write_codes
 from .types import Chunk
 
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "manifest.json"
 DIMENSION = 384  # the dense vectors' width (embeddings.DIMENSION; not imported: that module loads onnxruntime)
-_CHUNK_FIELDS = tuple(f.name for f in fields(Chunk))
+FULL_CHECK_MAX = 5_000_000  # postings: up to this many, every row index is checked on open (O(1) reads above)
 
 
 class SnapshotError(Exception):
@@ -72,10 +80,44 @@ class Manifest:
 
 @dataclass(frozen=True)
 class SparseColumns:
-    """BM25 term weights as a chunks × terms CSC matrix (a query slices a few term columns)."""
+    """BM25 term weights by term column (CSC arrays): a query reads the postings of its few terms."""
 
-    terms: np.ndarray  # int64: the hashed term id of each column
-    matrix: sp.csc_matrix
+    terms: np.ndarray  # int64, sorted: the hashed term id of each column
+    indptr: np.ndarray  # int64, columns + 1
+    rows: np.ndarray  # int32: the chunk row of each posting, column after column
+    values: np.ndarray  # float32: its BM25 document weight
+    n: int  # chunks
+
+    @property
+    def matrix(self) -> Any:
+        """The chunks × terms scipy CSC matrix (built on each call: for consumers that want scipy)."""
+        from scipy import sparse as sp  # ~0.3 s to import: not on the question path
+
+        return sp.csc_matrix((self.values, self.rows, self.indptr), shape=(self.n, max(len(self.terms), 1)))
+
+    def column(self, term: int) -> int | None:
+        """The column of a hashed term id (None: no chunk holds it)."""
+        k = int(np.searchsorted(self.terms, term))
+        return k if k < len(self.terms) and int(self.terms[k]) == term else None
+
+
+class HeadingVectors(Mapping[str, np.ndarray]):
+    """Heading text -> its vector, over the mapped headings.npy (the text index is built on first use)."""
+
+    def __init__(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self._texts, self._vectors = tuple(texts), vectors
+        self._at: dict[str, int] | None = None
+
+    def __getitem__(self, text: str) -> np.ndarray:
+        if self._at is None:
+            self._at = {t: i for i, t in enumerate(self._texts)}
+        return self._vectors[self._at[text]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
 
 
 @dataclass(frozen=True)
@@ -83,21 +125,28 @@ class SnapshotData:
     """One version of a collection as queries read it."""
 
     version: str
-    chunks: tuple[Chunk, ...]
+    chunks: ChunkTable  # a Sequence[Chunk] decoded per row
     dense: np.ndarray  # (n, 384) float32, L2-normalised, memory-mapped
     sparse: SparseColumns
     headings: Mapping[str, np.ndarray]  # heading text -> its vector
+    codes: DenseCodes | None = None  # the dense projection (dense_codes.py)
 
 
 def sparse_columns(rows: Sequence[tuple[Sequence[int], Sequence[float]]]) -> SparseColumns:
-    """Per-chunk (term ids, weights) as a CSC matrix with its column -> term id map."""
+    """Per-chunk (term ids, weights) as CSC arrays with the column -> term id map."""
+    from scipy import sparse as sp  # publishing only
+
     lengths = np.fromiter((len(idx) for idx, _ in rows), dtype=np.int64, count=len(rows))
     indptr = np.concatenate(([0], np.cumsum(lengths)))
     flat_terms = np.fromiter((t for idx, _ in rows for t in idx), dtype=np.int64, count=int(indptr[-1]))
     values = np.fromiter((v for _, vals in rows for v in vals), dtype=np.float32, count=int(indptr[-1]))
     terms, cols = np.unique(flat_terms, return_inverse=True)
     csr = sp.csr_matrix((values, cols.astype(np.int64), indptr), shape=(len(rows), max(len(terms), 1)))
-    return SparseColumns(terms=terms, matrix=csr.tocsc())
+    csc = csr.tocsc()
+    csc.sort_indices()  # rows ascending within a column, as scipy's column slices read them
+    indptr = csc.indptr.astype(np.int64)[: len(terms) + 1]
+    return SparseColumns(terms.astype(np.int64), indptr, csc.indices.astype(np.int32),
+                         csc.data.astype(np.float32), len(rows))
 
 
 class SnapshotFiles:
@@ -208,21 +257,24 @@ def _safe(text: Any) -> str:
 def _write_data(d: Path, chunks: Sequence[Chunk], dense: np.ndarray, sparse: SparseColumns,
                 headings: Mapping[str, np.ndarray]) -> None:
     np.save(d / "dense.npy", np.ascontiguousarray(dense, dtype=np.float32).reshape(len(chunks), DIMENSION))
-    m = sparse.matrix
+    write_codes(d, np.load(d / "dense.npy", mmap_mode="r"))
     np.save(d / "sparse_terms.npy", sparse.terms.astype(np.int64))
-    np.save(d / "sparse_indptr.npy", m.indptr.astype(np.int64))
-    np.save(d / "sparse_rows.npy", m.indices.astype(np.int64))
-    np.save(d / "sparse_values.npy", m.data.astype(np.float32))
-    rows = [[_jsonable(getattr(c, f)) for f in _CHUNK_FIELDS] for c in chunks]
-    (d / "chunks.json").write_text(json.dumps({"fields": _CHUNK_FIELDS, "rows": rows}, ensure_ascii=False), "utf-8")
+    np.save(d / "sparse_indptr.npy", sparse.indptr.astype(np.int64))
+    np.save(d / "sparse_rows.npy", sparse.rows.astype(np.int32))
+    np.save(d / "sparse_values.npy", sparse.values.astype(np.float32))
+    write_table(d, chunks)
+    (d / "names.json").write_text(json.dumps(_names(chunks), ensure_ascii=False), "utf-8")
     texts = sorted(headings)
     (d / "headings.json").write_text(json.dumps(texts, ensure_ascii=False), "utf-8")
     vecs = np.stack([headings[t] for t in texts]) if texts else np.zeros((0, DIMENSION), np.float32)
     np.save(d / "headings.npy", vecs.astype(np.float32))
 
 
-def _jsonable(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple) else v
+def _names(chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """The name index (named pages are on by default), built here once instead of per process."""
+    from .retrieval.names import NameIndex  # not at module level: ragcore.retrieval imports the store
+
+    return NameIndex.build(chunks).to_json()
 
 
 def _read_manifest(path: Path, name: str) -> Manifest | None:
@@ -238,32 +290,26 @@ def _read_manifest(path: Path, name: str) -> Manifest | None:
 
 
 def _read_data(d: Path, m: Manifest) -> SnapshotData:
+    n = m.chunks
     try:
-        body = json.loads((d / "chunks.json").read_text("utf-8"))
-        if tuple(body["fields"]) != _CHUNK_FIELDS:
-            raise SnapshotError("written for another Chunk shape")
-        chunks = tuple(_chunk(row) for row in body["rows"])
-        dense = np.load(d / "dense.npy", mmap_mode="r", allow_pickle=False)
+        chunks = ChunkTable(d, n)
+        dense = np.asarray(np.load(d / "dense.npy", mmap_mode="r", allow_pickle=False))
+        codes = read_codes(d, n, DIMENSION)
         terms = np.load(d / "sparse_terms.npy", allow_pickle=False)
         indptr = np.load(d / "sparse_indptr.npy", allow_pickle=False)
-        rows = np.load(d / "sparse_rows.npy", allow_pickle=False)
-        values = np.load(d / "sparse_values.npy", allow_pickle=False)
+        rows = np.asarray(np.load(d / "sparse_rows.npy", mmap_mode="r", allow_pickle=False))
+        values = np.asarray(np.load(d / "sparse_values.npy", mmap_mode="r", allow_pickle=False))
         texts = json.loads((d / "headings.json").read_text("utf-8"))
-        hvecs = np.load(d / "headings.npy", allow_pickle=False)
-    except SnapshotError:
-        raise
+        hvecs = np.asarray(np.load(d / "headings.npy", mmap_mode="r", allow_pickle=False))
+    except TableError as exc:
+        raise SnapshotError(str(exc)) from exc
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise SnapshotError(f"{d}: {type(exc).__name__}: {exc}") from exc
-    n = len(chunks)
-    if n != m.chunks or dense.shape != (n, DIMENSION) or len(indptr) != max(len(terms), 1) + 1 \
-            or len(rows) != len(values) or int(indptr[-1]) != len(rows) or hvecs.shape != (len(texts), DIMENSION) \
-            or (len(rows) and int(rows.max()) >= n):
+    if dense.shape != (n, DIMENSION) or dense.dtype != np.float32 or len(indptr) != len(terms) + 1 \
+            or len(rows) != len(values) or int(indptr[0]) != 0 or int(indptr[-1]) != len(rows) \
+            or hvecs.shape != (len(texts), DIMENSION) or bool(np.any(np.diff(terms) <= 0)) \
+            or bool(np.any(np.diff(indptr) < 0)) or (0 < len(rows) <= FULL_CHECK_MAX and int(rows.max()) >= n):
         raise SnapshotError(f"{d}: the files do not agree with each other or with the manifest")
-    matrix = sp.csc_matrix((values, rows, indptr), shape=(n, max(len(terms), 1)))
-    return SnapshotData(m.version, chunks, dense, SparseColumns(terms, matrix), dict(zip(texts, hvecs)))
-
-
-def _chunk(row: list[Any]) -> Chunk:
-    c = dict(zip(_CHUNK_FIELDS, row))
-    c["section"] = tuple(c["section"] or ())
-    return Chunk(**c)
+    # above FULL_CHECK_MAX postings a bad row index is caught by numpy's bounds check when a query reads it
+    return SnapshotData(m.version, chunks, dense, SparseColumns(terms, indptr, rows, values, n),
+                        HeadingVectors(texts, hvecs), codes)

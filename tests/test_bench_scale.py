@@ -96,10 +96,13 @@ def test_bench_scale_report(tmp_path: Path, encoder) -> None:
         assert r["query_p50_ms"] <= r["query_p95_ms"]
         assert r["queries_timed"] == 5
     for name, g in payload["agreement"][str(SIZE)].items():
-        if name not in ("reference", "edge-hnsw"):
+        if name not in ("reference", "edge-hnsw", "projection_recall"):
             assert g["dense_top10_same"] == 1.0, name
+    # the snapshot's projection recall, by oversampling size: every M here is >= 200 rows, so exact
+    assert payload["agreement"][str(SIZE)]["projection_recall"] == {str(m): 1.0 for m in bs.RECALL_AT}
     md = (tmp_path / "res" / "scale.md").read_text()
     assert "ragcore bench scale --test" in md and "## Which engine and why" in md and "load average" in md
+    assert "## Dense recall of the projection" in md and "measured (UTC)" in md
 
 
 def test_oversized_phase_is_killed(tmp_path: Path, workdir: Path) -> None:
@@ -136,4 +139,19 @@ def test_merge_keeps_earlier_runs_and_commands() -> None:
     assert m["runs"][1]["open_s"] == 0.01  # the new run of the same engine and size replaces the old one
     assert m["runs"][2]["extrapolated"]["write_s"] == round(1_000_000 / 30.0)
     assert m["agreement"]["10000"]["qdrant-local"] == {"dense_top10_same": 1.0}
+    assert "when" not in m["runs"][0]  # neither run was dated: nothing invented
     assert m["earlier_commands"] == ["first"] and m["sizes"] == [10_000, 1_000_000]
+
+
+def test_merge_dates_rows_and_keeps_real_recall() -> None:
+    """Rows kept from an earlier run carry that run's date; real-vector recall survives a merge."""
+    old = {"runs": [{"engine": "edge-exact", "size": 10}], "engines": {"edge-exact": "b"}, "sizes": [10],
+           "load_avg_start": [1.0], "agreement": {}, "command": "first", "when": "2026-11-22T23:00:00+00:00",
+           "real_recall": {"django": {"chunks": 5, "questions": 2, "recall": {"250": 1.0}}}}
+    new = {"runs": [{"engine": "ragcore-snapshot", "size": 10, "when": "2026-11-23T04:00:00+00:00"}],
+           "engines": {"ragcore-snapshot": "c"}, "sizes": [10], "load_avg_start": [2.0], "agreement": {},
+           "when": "2026-11-23T04:10:00+00:00"}
+    m = bs.merged(old, new)
+    assert [r["when"][:13] for r in m["runs"]] == ["2026-11-22T23", "2026-11-23T04"]
+    assert m["real_recall"] == old["real_recall"]
+    assert bs._day(m["runs"][0]) == "2026-11-22 23:00"

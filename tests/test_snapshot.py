@@ -114,7 +114,7 @@ def test_stale_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, mak
     assert not reader.store.opened  # the rebuild's read session closed the client again
 
 
-@pytest.mark.parametrize("damage", ["dense", "chunks", "manifest", "missing"])
+@pytest.mark.parametrize("damage", ["dense", "chunks", "fields", "codes", "manifest", "missing"])
 def test_damaged_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, make_engine, damage: str) -> None:
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
@@ -122,8 +122,12 @@ def test_damaged_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, m
     expected = _pool(make_engine(data_dir=data), QUERIES[0])
     if damage == "dense":
         (version / "dense.npy").write_bytes((version / "dense.npy").read_bytes()[:1000])  # truncated
-    elif damage == "chunks":
-        (version / "chunks.json").write_text('{"fields": ["chunk_id"], "rows": [["x"]]}')
+    elif damage == "chunks":  # truncated rows: the offsets no longer end where the file does
+        (version / "chunks.jsonl").write_bytes((version / "chunks.jsonl").read_bytes()[:-10])
+    elif damage == "fields":
+        (version / "paths.json").write_text('{"fields": ["chunk_id"], "paths": []}')
+    elif damage == "codes":
+        np.save(version / "dense_codes.npy", np.zeros((3, 64), np.float32))
     elif damage == "manifest":
         (data / "snapshots" / "g" / MANIFEST).write_text("{not json")
     else:
@@ -131,6 +135,24 @@ def test_damaged_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, m
     reader = make_engine(data_dir=data)
     assert _pool(reader, QUERIES[0]) == expected
     assert _manifest(data, "g")["version"] != version.name
+
+
+def test_a_format_1_snapshot_is_refused_and_rebuilt(tmp_path: Path, corpus: Path, make_engine) -> None:
+    """Format 1 (chunks.json read whole) cannot be opened at scale: its manifest is refused and
+    the snapshot is written again in the current format."""
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    body = _manifest(data, "g")
+    version = data / "snapshots" / "g" / body["version"]
+    expected = _pool(make_engine(data_dir=data), QUERIES[0])
+    (data / "snapshots" / "g" / MANIFEST).write_text(json.dumps({**body, "format": 1}))
+    (version / "chunks.jsonl").unlink()  # as a format-1 directory: no chunk table
+    (version / "chunks.json").write_text('{"fields": [], "rows": []}')
+    reader = make_engine(data_dir=data)
+    assert _pool(reader, QUERIES[0]) == expected
+    new = _manifest(data, "g")
+    assert new["format"] == 2 and new["version"] != body["version"] and _versions(data, "g") == [new["version"]]
+    assert (data / "snapshots" / "g" / new["version"] / "chunks.jsonl").is_file()
 
 
 def test_pickles_are_never_loaded(tmp_path: Path, corpus: Path, make_engine) -> None:

@@ -23,7 +23,7 @@ import posixpath
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..types import Chunk
 
@@ -85,6 +85,15 @@ class NameIndex:
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk]) -> "NameIndex":
+        """From the chunks' paths and headings; a snapshot's chunk table (chunk_table.py) carries
+        the index computed at publish, so a million-chunk collection is not scanned per process."""
+        persisted = getattr(chunks, "persisted_names", None)
+        saved = persisted() if callable(persisted) else None
+        if saved is not None:
+            try:
+                return cls.from_json(saved)
+            except (KeyError, TypeError, AttributeError):
+                pass  # a damaged names.json: scan, as without one
         defined: dict[str, set[str]] = defaultdict(set)
         seen: set[tuple[str, str]] = set()
         for c in chunks:
@@ -95,6 +104,15 @@ class NameIndex:
                         defined[name].add(c.path)
         ids = {n: tuple(sorted(ps)) for n, ps in defined.items() if len(ps) <= MAX_DOCS}
         commands = command_names({c.path for c in chunks})
+        return cls(commands, ids, mention_pattern(commands))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commands": dict(self.commands), "identifiers": {n: list(ps) for n, ps in self.identifiers.items()}}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "NameIndex":
+        commands = {str(k): str(v) for k, v in body["commands"].items()}
+        ids = {str(k): tuple(str(p) for p in v) for k, v in body["identifiers"].items()}
         return cls(commands, ids, mention_pattern(commands))
 
     def in_question(self, question: str) -> dict[str, tuple[str, ...]]:

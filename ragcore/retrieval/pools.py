@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # only the server back end needs Qdrant's client (~1 s to imp
 
 from ..config import RagcoreSettings
 from ..pathfilter import PathFilter
-from ..search_index import SearchIndex, top_indices
+from ..search_index import SearchIndex, top_indices, top_positive
 from ..sparse import SparseVec
 from ..store import DENSE, SPARSE, chunk_from_payload
 from .fusion import PoolEntry
@@ -30,6 +30,8 @@ def local_pool(
     """The pool over the in-process index. ``fields`` (field score per chunk, already weighted)
     is added to each chunk's BM25 before the sparse branch ranks, so a chunk whose heading or
     file name matches can enter the pool on that alone."""
+    if idx.approximate:
+        return _large_pool(idx, q_dense, q_sparse, settings, fields)
     sc = idx.score(q_dense, (q_sparse.indices, q_sparse.values), settings.path_filter)
     sparse = sc.sparse if fields is None else sc.sparse + fields
     n = settings.candidates
@@ -41,6 +43,32 @@ def local_pool(
         PoolEntry(idx.chunks[i], float(sc.dense[i]), float(sparse[i]), d_rank.get(i), s_rank.get(i),
                   float(fields[i]) if fields is not None else None)
         for i in dict.fromkeys([*d_top, *s_top])
+    ]
+
+
+def _large_pool(
+    idx: SearchIndex, q_dense: np.ndarray, q_sparse: SparseVec, settings: RagcoreSettings, fields: np.ndarray | None,
+) -> list[PoolEntry]:
+    """The same pool over a large collection without an exact scan of every vector: the dense
+    branch from the projection, rescored exactly; BM25 from the query terms' postings; each
+    entry's cosine gathered from its own row (exact, including BM25-only hits)."""
+    mask = idx.path_mask(settings.path_filter)
+    rows, contrib, terms = idx.postings((q_sparse.indices, q_sparse.values))
+    bm25 = np.bincount(rows, weights=contrib, minlength=len(idx)) if len(rows) else np.zeros(len(idx))
+    sparse = bm25 if fields is None else bm25 + fields
+    n = settings.candidates
+    d_top = idx.dense_top(q_dense, n, mask) if settings.retrieval_mode != "sparse" else []
+    # field scores reach rows no query term lists: then every row is a candidate
+    listed = (rows, terms) if fields is None else None
+    s_top = top_positive(sparse, n, mask, listed) if settings.retrieval_mode != "dense" else []
+    d_rank = {i: r for r, i in enumerate(d_top, 1)}
+    s_rank = {i: r for r, i in enumerate(s_top, 1)}
+    rows = list(dict.fromkeys([*d_top, *s_top]))
+    cos = idx.cosines(q_dense, rows)
+    return [
+        PoolEntry(idx.chunks[i], float(c), float(sparse[i]), d_rank.get(i), s_rank.get(i),
+                  float(fields[i]) if fields is not None else None)
+        for i, c in zip(rows, cos)
     ]
 
 
