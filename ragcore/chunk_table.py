@@ -167,9 +167,13 @@ class ChunkTable(Sequence[Chunk]):
 
     def persisted_names(self) -> dict[str, Any] | None:
         """The name index written at publish (names.json; see retrieval.names), None when absent."""
-        p = self.dir / "names.json"
+        return self.persisted("names.json")
+
+    def persisted(self, name: str) -> Any | None:
+        """A JSON file written with the table at publish (names.json, topics.json, doc_hashes.json),
+        None when absent or unreadable: the caller then derives it from the rows."""
         try:
-            return json.loads(p.read_text("utf-8"))
+            return json.loads((self.dir / name).read_text("utf-8"))
         except (OSError, ValueError):
             return None
 

@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+import numpy as np
+
 from .answerability import Support, assess
 from .answering import Answerer, Resources
 from .autocalibrate import AbstainBarInfo, bar_info, ensure_auto_calibration
@@ -110,7 +112,10 @@ class Engine:
         """(path, chunk count) of every document in a collection."""
         name = collection or self.settings.collection
         snap = self.store.snapshot(name) if self.store.exists(name) else None
-        paths = [c.path for c in snap.chunks] if snap is not None else [r.path for r in self.store.point_refs(name)]
+        if snap is not None:  # the index's document column, not a scan of every chunk
+            paths, doc_of = self.retriever.index(name).documents()
+            return [(p, int(n)) for p, n in zip(paths, np.bincount(doc_of, minlength=len(paths))) if n]
+        paths = [r.path for r in self.store.point_refs(name)]
         counts: dict[str, int] = {}
         for path in paths:
             counts[path] = counts.get(path, 0) + 1

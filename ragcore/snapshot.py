@@ -41,7 +41,7 @@ from .chunk_table import ChunkTable, TableError, write_table
 from .dense_codes import DenseCodes, read_codes, write_codes
 from .types import Chunk
 
-FORMAT = 2
+FORMAT = 3  # 3: topics.json and doc_hashes.json; 2: chunks read per row, persisted columns
 MANIFEST = "manifest.json"
 DIMENSION = 384  # the dense vectors' width (embeddings.DIMENSION; not imported: that module loads onnxruntime)
 FULL_CHECK_MAX = 5_000_000  # postings: up to this many, every row index is checked on open (O(1) reads above)
@@ -264,6 +264,9 @@ def _write_data(d: Path, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Spa
     np.save(d / "sparse_values.npy", sparse.values.astype(np.float32))
     write_table(d, chunks)
     (d / "names.json").write_text(json.dumps(_names(chunks), ensure_ascii=False), "utf-8")
+    # what the first question and the library would otherwise scan every row for
+    (d / "topics.json").write_text(json.dumps(_topics(chunks), ensure_ascii=False), "utf-8")
+    (d / "doc_hashes.json").write_text(json.dumps({c.path: c.doc_hash for c in chunks}, ensure_ascii=False), "utf-8")
     texts = sorted(headings)
     (d / "headings.json").write_text(json.dumps(texts, ensure_ascii=False), "utf-8")
     vecs = np.stack([headings[t] for t in texts]) if texts else np.zeros((0, DIMENSION), np.float32)
@@ -275,6 +278,13 @@ def _names(chunks: Sequence[Chunk]) -> dict[str, Any]:
     from .retrieval.names import NameIndex  # not at module level: ragcore.retrieval imports the store
 
     return NameIndex.build(chunks).to_json()
+
+
+def _topics(chunks: Sequence[Chunk]) -> list[list[Any]]:
+    """The topic index's rows (topics.py), built here once instead of on each process's first question."""
+    from .topics import topic_rows  # not at module level: topics imports the store, which imports this module
+
+    return topic_rows(chunks)
 
 
 def _read_manifest(path: Path, name: str) -> Manifest | None:

@@ -456,7 +456,8 @@ class Store:
         """Content hash of every stored document, by path (from the snapshot when there is one)."""
         snap = self.snapshot(name) if self.exists(name) else None
         if snap is not None:
-            return {c.path: c.doc_hash for c in snap.chunks}
+            saved = getattr(snap.chunks, "persisted", lambda _: None)("doc_hashes.json")
+            return dict(saved) if saved is not None else {c.path: c.doc_hash for c in snap.chunks}
         return {r.path: r.doc_hash for r in self.point_refs(name)}
 
     def stored_vectors(self, name: str, ids: Sequence[str]) -> dict[str, tuple[list[float], str]]:
@@ -529,7 +530,8 @@ class Store:
     def chunks_of(self, name: str, path: str) -> list[Chunk]:
         snap = self.snapshot(name)
         if snap is not None:
-            got = [c for c in snap.chunks if c.path == path]
+            rows = getattr(snap.chunks, "path_rows", None)  # the table's document column: no scan of the rows
+            got = [snap.chunks[int(i)] for i in rows(path)] if rows else [c for c in snap.chunks if c.path == path]
         else:
             qm = _qm()
             flt = qm.Filter(must=[qm.FieldCondition(key="path", match=qm.MatchValue(value=path))])

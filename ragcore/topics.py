@@ -20,7 +20,7 @@ so a question reads them from there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .embeddings import DIMENSION, OnnxMiniLM
 from .pathfilter import parse_path_filter, path_matches
 from .snapshot import SnapshotData
 from .store import SectionRef, Store, section_ref
+from .types import Chunk
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,17 @@ def _first_places(refs: Iterable[SectionRef]) -> dict[tuple[str, str], SectionRe
     return first
 
 
+def topic_rows(chunks: Iterable[Chunk]) -> list[list[Any]]:
+    """The first places as JSON rows, ``[heading, path, start_line, anchor, page]`` (written with a
+    query snapshot so that opening one never scans every chunk)."""
+    first = _first_places(section_ref(c) for c in chunks)
+    return [[h, p, r.start_line, r.anchor, r.page] for (h, p), r in sorted(first.items())]
+
+
+def _from_rows(rows: Sequence[Sequence[Any]]) -> dict[tuple[str, str], SectionRef]:
+    return {(str(h), str(p)): SectionRef(str(p), int(line), (), None, anchor, page) for h, p, line, anchor, page in rows}
+
+
 def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str]) -> dict[str, np.ndarray]:
     """Vectors for ``headings``: stored ones are read, the rest embedded once and stored."""
     texts = sorted(set(headings))
@@ -94,9 +106,10 @@ class TopicIndex:
 
     @classmethod
     def from_snapshot(cls, snap: SnapshotData, store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
-        """From a query snapshot's chunks and heading vectors; Qdrant is opened only for a heading
-        the snapshot lacks (a collection ingested before headings were embedded)."""
-        first = _first_places(section_ref(c) for c in snap.chunks)
+        """From a query snapshot's topic rows (else its chunks) and heading vectors; Qdrant is opened
+        only for a heading the snapshot lacks (a collection ingested before headings were embedded)."""
+        saved = getattr(snap.chunks, "persisted", lambda _: None)("topics.json")
+        first = _from_rows(saved) if saved is not None else _first_places(section_ref(c) for c in snap.chunks)
         vecs = dict(snap.headings)
         if any(h not in vecs for h, _ in first):
             vecs.update(ensure_heading_vectors(store, encoder, {h for h, _ in first if h not in vecs}))
