@@ -39,6 +39,7 @@ import numpy as np
 
 from .chunk_table import ChunkTable, TableError, write_table
 from .dense_codes import DenseCodes, read_codes, write_codes
+from .sections import topic_rows
 from .types import Chunk
 
 FORMAT = 3  # 3: topics.json and doc_hashes.json; 2: chunks read per row, persisted columns
@@ -265,7 +266,7 @@ def _write_data(d: Path, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Spa
     write_table(d, chunks)
     (d / "names.json").write_text(json.dumps(_names(chunks), ensure_ascii=False), "utf-8")
     # what the first question and the library would otherwise scan every row for
-    (d / "topics.json").write_text(json.dumps(_topics(chunks), ensure_ascii=False), "utf-8")
+    (d / "topics.json").write_text(json.dumps(topic_rows(chunks), ensure_ascii=False), "utf-8")
     (d / "doc_hashes.json").write_text(json.dumps({c.path: c.doc_hash for c in chunks}, ensure_ascii=False), "utf-8")
     texts = sorted(headings)
     (d / "headings.json").write_text(json.dumps(texts, ensure_ascii=False), "utf-8")
@@ -278,13 +279,6 @@ def _names(chunks: Sequence[Chunk]) -> dict[str, Any]:
     from .retrieval.names import NameIndex  # not at module level: ragcore.retrieval imports the store
 
     return NameIndex.build(chunks).to_json()
-
-
-def _topics(chunks: Sequence[Chunk]) -> list[list[Any]]:
-    """The topic index's rows (topics.py), built here once instead of on each process's first question."""
-    from .topics import topic_rows  # not at module level: topics imports the store, which imports this module
-
-    return topic_rows(chunks)
 
 
 def _read_manifest(path: Path, name: str) -> Manifest | None:

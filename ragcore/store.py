@@ -33,6 +33,7 @@ import numpy as np
 
 from .config import RagcoreSettings
 from .embeddings import DIMENSION, MODEL_NAME
+from .sections import SectionRef, section_ref
 from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, file_stamp, sparse_columns
 from .sparse import Bm25Encoder
 from .types import Chunk, CollectionInfo
@@ -94,18 +95,6 @@ class PointRef:
 
 
 @dataclass(frozen=True)
-class SectionRef:
-    """Where a chunk sits, for the topic index: no text, no vectors."""
-
-    path: str
-    start_line: int
-    section: tuple[str, ...]
-    title: str | None
-    anchor: str | None = None
-    page: int | None = None
-
-
-@dataclass(frozen=True)
 class CollectionData:
     """Everything the in-process search index needs, loaded in one scroll."""
 
@@ -118,10 +107,6 @@ def _qm():
     from qdrant_client import models
 
     return models
-
-
-def section_ref(c: Chunk) -> SectionRef:
-    return SectionRef(c.path, c.start_line, c.section, c.title, c.anchor, c.page)
 
 
 def chunk_from_payload(payload: dict[str, Any]) -> Chunk:

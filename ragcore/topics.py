@@ -20,15 +20,15 @@ so a question reads them from there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from .embeddings import DIMENSION, OnnxMiniLM
 from .pathfilter import parse_path_filter, path_matches
 from .snapshot import SnapshotData
-from .store import SectionRef, Store, section_ref
-from .types import Chunk
+from .sections import SectionRef, first_places, from_rows, section_ref
+from .store import Store
 
 
 @dataclass(frozen=True)
@@ -41,39 +41,6 @@ class TopicMatch:
     start_line: int
     anchor: str | None = None
     page: int | None = None
-
-
-def heading_of(section: Sequence[str], title: str | None) -> str | None:
-    """A chunk's topic: its innermost heading, else its document's title."""
-    for text in (*reversed(tuple(section)), title):
-        if text and text.strip():
-            return text.strip()
-    return None
-
-
-def _first_places(refs: Iterable[SectionRef]) -> dict[tuple[str, str], SectionRef]:
-    """(heading, path) -> where that heading first occurs in that document."""
-    first: dict[tuple[str, str], SectionRef] = {}
-    for ref in refs:
-        heading = heading_of(ref.section, ref.title)
-        if heading is None:
-            continue
-        key = (heading, ref.path)
-        seen = first.get(key)
-        if seen is None or (ref.page or 0, ref.start_line) < (seen.page or 0, seen.start_line):
-            first[key] = ref
-    return first
-
-
-def topic_rows(chunks: Iterable[Chunk]) -> list[list[Any]]:
-    """The first places as JSON rows, ``[heading, path, start_line, anchor, page]`` (written with a
-    query snapshot so that opening one never scans every chunk)."""
-    first = _first_places(section_ref(c) for c in chunks)
-    return [[h, p, r.start_line, r.anchor, r.page] for (h, p), r in sorted(first.items())]
-
-
-def _from_rows(rows: Sequence[Sequence[Any]]) -> dict[tuple[str, str], SectionRef]:
-    return {(str(h), str(p)): SectionRef(str(p), int(line), (), None, anchor, page) for h, p, line, anchor, page in rows}
 
 
 def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str]) -> dict[str, np.ndarray]:
@@ -101,7 +68,7 @@ class TopicIndex:
 
     @classmethod
     def build(cls, refs: Iterable[SectionRef], store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
-        first = _first_places(refs)
+        first = first_places(refs)
         return cls._of(first, ensure_heading_vectors(store, encoder, (h for h, _ in first)))
 
     @classmethod
@@ -109,7 +76,7 @@ class TopicIndex:
         """From a query snapshot's topic rows (else its chunks) and heading vectors; Qdrant is opened
         only for a heading the snapshot lacks (a collection ingested before headings were embedded)."""
         saved = getattr(snap.chunks, "persisted", lambda _: None)("topics.json")
-        first = _from_rows(saved) if saved is not None else _first_places(section_ref(c) for c in snap.chunks)
+        first = from_rows(saved) if saved is not None else first_places(section_ref(c) for c in snap.chunks)
         vecs = dict(snap.headings)
         if any(h not in vecs for h, _ in first):
             vecs.update(ensure_heading_vectors(store, encoder, {h for h, _ in first if h not in vecs}))

@@ -18,7 +18,8 @@ from ragcore.eval.dataset import load_dataset
 from ragcore.eval.runner import run_config
 from ragcore.pipeline import Engine
 from ragcore.store import TOPICS_COLLECTION
-from ragcore.topics import TopicIndex, TopicMatch, heading_of
+from ragcore.sections import heading_of
+from ragcore.topics import TopicIndex, TopicMatch
 from ragcore.types import Candidate, Chunk
 from tests.conftest import write_corpus
 

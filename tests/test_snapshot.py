@@ -144,8 +144,7 @@ def test_the_app_and_a_question_never_scan_every_chunk_of_a_snapshot(
     named pages, path filter), the library (documents, one document) and ingest (document hashes)
     read comes from columns written at publish, and equals what the rows say."""
     from ragcore.chunk_table import ChunkTable
-    from ragcore.store import section_ref
-    from ragcore.topics import _first_places
+    from ragcore.sections import first_places, section_ref
 
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g")
@@ -155,7 +154,7 @@ def test_the_app_and_a_question_never_scan_every_chunk_of_a_snapshot(
     answer = reader.ask("When should I prune roses?", collection="g")
     assert answer.status == "ok" and answer.citations[0].path == "garden/roses.md"
     topics = reader.topic_index("g")
-    first = _first_places(section_ref(c) for c in chunks)
+    first = first_places(section_ref(c) for c in chunks)
     assert [(r.heading, r.path, r.start_line) for r in topics.rows] == [(h, p, first[h, p].start_line) for h, p in sorted(first)]
     assert reader.documents("g") == sorted({(p, sum(c.path == p for c in chunks)) for p in FILES})
     assert reader.document_chunks("garden/roses.md", "g") == sorted(

@@ -40,7 +40,8 @@ from ..config import RagcoreSettings
 from ..embeddings import DIMENSION, MODEL_NAME, OnnxMiniLM
 from ..sparse import SPARSE_VERSION
 from ..store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
-from ..topics import ensure_heading_vectors, heading_of
+from ..sections import heading_of
+from ..topics import ensure_heading_vectors
 from ..types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from .chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from .loaders import LineLimitError, LoadError, file_type_name, kind_for, load_bytes, read_bytes
