@@ -112,7 +112,7 @@ class Answerer:
         """Answer or abstain, decided before any generation. A selection is judged by its
         sentences, so those contexts compose first; in corpus mode an abstention composes nothing."""
         s, q = req.settings, retrieved.standalone
-        composer = ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences)
+        composer = ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
         composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
         topic = self.r.closest_topic(q, s, req.collection) if req.context != "selection" else None
         support: Support = assess(req.context, q, retrieved.candidates, topic, composed.best_selection if composed else None)
@@ -148,7 +148,7 @@ class Answerer:
                        packing=result.packing)
 
     def _composer(self, s: RagcoreSettings) -> ExtractiveComposer:
-        return ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences)
+        return ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
 
     # ------------------------------------------------------------------ validate
 

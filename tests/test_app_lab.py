@@ -153,6 +153,7 @@ def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
     # every signal off: no empty columns
     at.slider(key="lab_dd_w").set_value(0.0).run()
     at.slider(key="lab_nw_w").set_value(0.0).run()
+    at.slider(key="lab_tw_w").set_value(0.0).run()
     ok(at)
     assert not {"field", "doc", "doc #"} & set(_table(at).columns)
     queries = at.session_state["lab_queries"]
@@ -212,6 +213,7 @@ def test_probe_shows_the_chunks_signals(app_env):
     at.number_input(key="lab_fw_w").set_value(0.0).run()
     at.slider(key="lab_dd_w").set_value(0.0).run()
     at.slider(key="lab_nw_w").set_value(0.0).run()
+    at.slider(key="lab_tw_w").set_value(0.0).run()
     at.number_input(key="lab_prf_terms_w").set_value(0).run()
     at.button(key="probe_go").click().run()
     ok(at)

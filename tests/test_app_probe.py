@@ -92,6 +92,6 @@ def test_the_probe_reports_the_chunks_retrieval_signals(engine):
 
 def test_signals_off_report_nothing(engine):
     res = _probe_signals(engine, "docs/threshold.md", field_weight=0.0, doc_decay=0.0, per_doc=0, prf_terms=0,
-                         named_weight=0.0)
+                         named_weight=0.0, doc_title_weight=0.0)
     assert (res.field_score, res.matched_fields, res.doc_rank, res.doc_score, res.expansion_terms) == (None, (), None, None, ())
     assert signal_cells(res) == {}

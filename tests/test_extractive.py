@@ -387,3 +387,27 @@ def test_each_sentence_of_a_multi_sentence_unit_carries_its_marker() -> None:
     assert _marked("core.editor Commands use this editor. It wins over VISUAL.", 2) == \
         "core.editor Commands use this editor. [2] It wins over VISUAL. [2]"
     assert _marked("Set the threshold to e.g. 0.3 in the lab.", 1) == "Set the threshold to e.g. 0.3 in the lab. [1]"
+
+
+def test_answer_docs_quotes_only_the_leading_documents(guide_engine: Engine, answers: dict[str, Answer]) -> None:
+    """answer_docs=1: every citation points into the evidence's first document (the best-ranked
+    page), the evidence itself is unchanged; 0 (the default) may quote any of them. A selection's
+    pieces are never dropped by the restriction."""
+    from ragcore.synthesis.extractive import leading_documents
+    from ragcore.types import Chunk, Evidence
+
+    q = "What is the default top-K?"
+    one = guide_engine.ask(q, settings=guide_engine.settings.with_(answer_docs=1))
+    assert one.status == "ok"
+    first = one.evidence[0].chunk.path
+    assert {c.path for c in one.citations} == {first}
+    assert [e.chunk.chunk_id for e in one.evidence] == [e.chunk.chunk_id for e in answers[q].evidence]
+
+    def ev(n: int, path: str, origin: str = "corpus") -> Evidence:
+        chunk = Chunk(chunk_id=f"c{n}", text="t", path=path, doc_hash="h", kind="md", start_line=1, end_line=1)
+        return Evidence(n=n, chunk=chunk, origin=origin, score=0.5, score_kind="rrf")
+
+    evs = [ev(1, "sel.md", "selection"), ev(2, "a.md"), ev(3, "b.md"), ev(4, "a.md"), ev(5, "c.md")]
+    assert [e.n for e in leading_documents(evs, 2)] == [1, 2, 3, 4]
+    assert [e.n for e in leading_documents(evs, 1)] == [1, 2, 4]
+    assert [e.n for e in leading_documents(evs, 0)] == [1, 2, 3, 4, 5]

@@ -108,7 +108,7 @@ def cfg_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) ->
 def search(engine: Engine, query: str, **overrides) -> RetrievalResult:
     """Chunks ranked as passages: these tests pin each mode's chunk order, so the document ranking
     (on by default; tests/test_retrieval_signals.py covers it) is off unless a test turns it on."""
-    overrides = {"doc_decay": 0.0, "named_weight": 0.0, **overrides}
+    overrides = {"doc_decay": 0.0, "named_weight": 0.0, "doc_title_weight": 0.0, **overrides}
     return engine.retrieve(query, engine.settings.with_(**overrides))
 
 
@@ -224,7 +224,8 @@ def test_sparse_rank_equals_rank_when_bm25_ties(cfg_engine: Engine) -> None:
 
 @pytest.mark.parametrize("query", [GENERIC_QUERY, IDENT_QUERY, "database transaction lock"])
 def test_hybrid_rrf_is_sum_of_reciprocal_ranks(cfg_engine: Engine, query: str) -> None:
-    s = cfg_engine.settings.with_(retrieval_mode="hybrid", fusion="rrf", top_k=50, dedupe=False, doc_decay=0.0, named_weight=0.0)
+    s = cfg_engine.settings.with_(retrieval_mode="hybrid", fusion="rrf", top_k=50, dedupe=False, doc_decay=0.0, named_weight=0.0,
+                                  doc_title_weight=0.0)
     r = cfg_engine.retrieve(query, s)
     assert r.rank_score_kind == "rrf"
     all_scored(r)
@@ -252,7 +253,7 @@ def test_hybrid_rank_equals_fused_rank(cfg_engine: Engine) -> None:
 
 def test_hybrid_weighted_scores(cfg_engine: Engine) -> None:
     s = cfg_engine.settings.with_(retrieval_mode="hybrid", fusion="weighted", dense_weight=0.7, top_k=50, dedupe=False,
-                                  doc_decay=0.0, named_weight=0.0)
+                                  doc_decay=0.0, named_weight=0.0, doc_title_weight=0.0)
     r = cfg_engine.retrieve(GENERIC_QUERY, s)
     assert r.rank_score_kind == "weighted"
     all_scored(r)

@@ -59,7 +59,7 @@ CONFIG_KEYS = (
     "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
     "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",
-    "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence",
+    "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence", "answer_docs",
 )
 
 

@@ -11,7 +11,9 @@ where *lexical* is the share of the question's content words the unit contains a
 term is the chunk's own retrieval cosine; then the rules of ``compose_rules.py`` apply (meta
 sentences about the page are dropped, pointers lose 15%, the question's intent and key terms
 add small bonuses). It keeps the best unit and those close to it (≥ 80% of its score),
-skipping near duplicates, up to ``max_sentences``; best first, the rest in reading order.
+skipping near duplicates, up to ``max_sentences``; best first, the rest in reading order. With
+``max_docs`` (setting ``answer_docs``) only the evidence's first documents are quoted (off by
+default: citation precision rose on both test sets, token F1 fell; bench/results/eval-signals-r.md).
 
 Rendering keeps the source's bytes: a sentence is its source text with whitespace across line
 breaks folded to one space; a block keeps every line (code without a fence in the source, as
@@ -94,9 +96,10 @@ def candidates(evidence: Sequence[Evidence]) -> list[tuple[Evidence, Unit]]:
 class ExtractiveComposer:
     name = "extractive"
 
-    def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4) -> None:
+    def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4, max_docs: int = 0) -> None:
         self.encoder = encoder
         self.max_sentences = max_sentences
+        self.max_docs = max_docs
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
         items = candidates(evidence)
@@ -123,7 +126,7 @@ class ExtractiveComposer:
         return out
 
     def compose(self, question: str, evidence: Sequence[Evidence]) -> ExtractiveResult:
-        scored = self.score_sentences(question, evidence)
+        scored = self.score_sentences(question, leading_documents(evidence, self.max_docs))
         if not scored:
             return ExtractiveResult(ABSTAIN_TEXT, "abstained", 0.0, ())
         ranked = sorted(scored, key=lambda p: (-p.score, p.n, p.span.start))
@@ -147,6 +150,17 @@ class ExtractiveComposer:
                       key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = [lead, *rest]
         return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
+
+
+def leading_documents(evidence: Sequence[Evidence], max_docs: int) -> list[Evidence]:
+    """The evidence from its first ``max_docs`` corpus documents, in evidence order (which is the
+    document ranking when documents are ranked); a selection's pieces always stay. 0: all of it.
+    A quote from the fifth document is more often a citation into a page the question is not
+    about: the best-ranked pages are where the answer most likely is."""
+    if max_docs <= 0:
+        return list(evidence)
+    docs = list(dict.fromkeys(e.chunk.path for e in evidence if e.origin != "selection"))[:max_docs]
+    return [e for e in evidence if e.origin == "selection" or e.chunk.path in docs]
 
 
 def _names(chunk: Chunk) -> frozenset[str]:
