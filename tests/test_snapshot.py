@@ -268,15 +268,15 @@ def test_cli_ingest_while_an_engine_is_open_then_it_answers_from_the_new_version
 @pytest.mark.slow
 def test_cold_cli_ask_does_not_import_qdrant_or_llama_index(tmp_path: Path, corpus: Path, make_engine) -> None:
     """A cold question reads the snapshot and runs the search, cut rules, composer and checker as
-    plain code: neither Qdrant's client nor LlamaIndex (~2 s of import) is loaded."""
+    plain code: neither Qdrant's client nor LlamaIndex (~2 s of import) nor scipy (~0.3 s) is loaded."""
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
     code = ("import sys; from ragcore.cli import main; rc = main(['ask', 'When should I prune roses?', '-c', 'g']); "
             "print('RC', rc, 'qdrant_client' in sys.modules, 'ragcore.bench' in sys.modules, "
-            "any(m.startswith('llama_index') for m in sys.modules))")
+            "any(m.startswith('llama_index') for m in sys.modules), 'scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RAGCORE_DATA_DIR": str(data)}, cwd=REPO,
                          capture_output=True, text=True, timeout=300)
-    assert "RC 0 False False False" in out.stdout, out.stdout[-1000:] + out.stderr[-2000:]
+    assert "RC 0 False False False False" in out.stdout, out.stdout[-1000:] + out.stderr[-2000:]
 
 
 WRITER = """

@@ -19,7 +19,6 @@ import posixpath
 from typing import Sequence
 
 import numpy as np
-from scipy import sparse as sp
 
 from ..sparse import term_index, tokenize
 from ..types import Chunk
@@ -83,6 +82,8 @@ class FieldIndex:
                 vals.append(v)
                 doc_terms.setdefault(c.path, set()).add(ti)
         self._cols = cols
+        from scipy import sparse as sp  # ~0.3 s to import: only when field scores are on, not on every question
+
         self.matrix = sp.csc_matrix((np.asarray(vals, np.float32), (rows, cidx)), shape=(len(self.chunks), max(len(cols), 1)))
         df = np.zeros(max(len(cols), 1))
         for terms in doc_terms.values():
