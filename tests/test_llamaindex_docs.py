@@ -27,10 +27,11 @@ def page_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)
 
 
-def test_page_has_the_three_parts() -> None:
+def test_page_has_the_four_parts() -> None:
     blocks = page_blocks()
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     assert "RetrieverQueryEngine" in blocks[1] and "VectorStoreIndex.from_vector_store" in blocks[2]
+    assert "SnapshotVectorStore" in blocks[3]
 
 
 @pytest.mark.slow
@@ -51,6 +52,7 @@ def test_page_code_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_
                 exec(compile(block, str(PAGE), "exec"), ns)
         _check_query_engine(ns, openai_server)
         _check_vector_store_index(ns)
+        _check_snapshot_vector_store(ns, out.getvalue())
     finally:
         if "engine" in ns:
             ns["engine"].close()
@@ -74,3 +76,10 @@ def _check_vector_store_index(ns: dict) -> None:
     hits = ns["index"].as_retriever(similarity_top_k=3).retrieve("When should I water tomatoes?")
     assert hits[0].node.metadata["path"] == "garden/tomatoes.md"
     assert 0.3 < hits[0].score <= 1.0
+
+
+def _check_snapshot_vector_store(ns: dict, printed: str) -> None:
+    hits = ns["snap_index"].as_retriever(similarity_top_k=3, vector_store_query_mode="hybrid").retrieve(
+        "When should I water tomatoes?")
+    assert hits[0].node.metadata["path"] == "garden/tomatoes.md" and hits[0].node.metadata["score_kind"] == "rrf"
+    assert "garden/tomatoes.md cosine" in printed  # what the page's own loop printed
