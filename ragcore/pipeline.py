@@ -48,8 +48,8 @@ class Engine:
         generator_factory: Callable[[RagcoreSettings], Any] | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store or Store(settings)
         self.encoder = encoder or OnnxMiniLM(batch_size=settings.embed_batch_size)
+        self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached)
         self.retriever = HybridSearch(self.store, self.encoder)
         self._generator_factory = generator_factory
         self._scorer = SupportScorer(encoder=self.encoder.encode)

@@ -140,9 +140,15 @@ class Store:
     every read goes to Qdrant, and an embedded client stays open for the Store's lifetime.
     """
 
-    def __init__(self, settings: RagcoreSettings, client: QdrantClient | None = None) -> None:
+    def __init__(
+        self, settings: RagcoreSettings, client: QdrantClient | None = None,
+        embed_headings: Callable[[Sequence[str]], np.ndarray] | None = None,
+    ) -> None:
         self.settings = settings
         self._client = client
+        # embeds heading and title texts a snapshot would otherwise lack (a collection written before
+        # titles were embedded, or copied point by point): once, at publish, instead of on every question
+        self._embed_headings = embed_headings
         self._lock = threading.RLock()
         self._bm25 = Bm25Encoder()
         self._depth = 0  # nested sessions
@@ -291,6 +297,11 @@ class Store:
         # every heading text of the collection (topics.heading_of picks among them) with a stored vector
         texts = {t.strip() for c in data.chunks for t in (*c.section, c.title or "") if t and t.strip()}
         headings = self.heading_vectors(sorted(texts))
+        missing = sorted(texts - headings.keys())
+        if missing and self._embed_headings is not None:
+            vecs = self._embed_headings(missing)
+            self.write_heading_vectors(missing, vecs)
+            headings.update(zip(missing, vecs))
         stamp = file_stamp(self._storage_file(name))
         assert stamp is not None
         m = self.snapshots.publish(name, chunks=data.chunks, dense=data.dense, sparse=sparse_columns(data.sparse),

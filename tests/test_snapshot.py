@@ -162,6 +162,25 @@ def test_the_app_and_a_question_never_scan_every_chunk_of_a_snapshot(
     assert reader.store.doc_hashes("g") == {c.path: c.doc_hash for c in chunks}
 
 
+def test_a_snapshot_carries_a_vector_for_every_heading_and_title(tmp_path: Path, corpus: Path, make_engine) -> None:
+    """Titles feed the page-title signal. A collection written point by point (bench cold copies one
+    so) has titles nobody embedded: the snapshot's publish embeds them once, so no question has to."""
+    data = tmp_path / "data"
+    e = make_engine(data_dir=data)
+    e.ingest([corpus], "g", calibrate=False)
+    snap = e.store.snapshot("g")
+    copies = [dataclasses.replace(c, title=f"{c.title} (copy)") for c in snap.chunks]
+    with e.store.session():
+        e.store.ensure_collection("h")
+        e.store.write_chunks("h", copies, np.asarray(snap.dense), {c.path: sum(x.path == c.path for x in copies) for c in copies})
+    reader = make_engine(data_dir=data)
+    headings = reader.store.snapshot("h").headings
+    assert {c.title for c in copies} | {h for c in copies for h in c.section} <= set(headings)
+    before = len(reader.encoder.cached_texts())
+    reader.retriever.search("h", "When should I prune roses?", reader.settings.with_(doc_title_weight=0.3))
+    assert not any("(copy)" in t for t in reader.encoder.cached_texts()[before:])  # no title embedded by a question
+
+
 def test_a_format_1_snapshot_is_refused_and_rebuilt(tmp_path: Path, corpus: Path, make_engine) -> None:
     """Format 1 (chunks.json read whole) cannot be opened at scale: its manifest is refused and
     the snapshot is written again in the current format."""
