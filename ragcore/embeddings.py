@@ -52,7 +52,7 @@ def model_files() -> tuple[Path, Path]:
 class OnnxMiniLM:
     """The bare encoder: texts in, L2-normalised float32 vectors out."""
 
-    def __init__(self, threads: int | None = None, batch_size: int = 8, cache_size: int = 50_000) -> None:
+    def __init__(self, threads: int | None = None, batch_size: int = 2, cache_size: int = 50_000) -> None:
         self.threads = threads or os.cpu_count() or 1
         self.batch_size = batch_size
         # Answering embeds the same evidence sentences several times (composer, support
