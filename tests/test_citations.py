@@ -167,6 +167,27 @@ def test_a_verbatim_quote_is_scored_without_the_model_and_as_the_model_would(enc
     assert fast.score == pytest.approx(ref.score, abs=1e-6)
 
 
+def test_a_code_block_quoted_whole_is_verbatim_and_cites_its_lines(encoder: OnnxMiniLM) -> None:
+    calls: list[list[str]] = []
+
+    def counting(texts):
+        calls.append(list(texts))
+        return encoder.encode(texts)
+
+    code = Chunk(chunk_id="e" * 32, text="Install it first.\n\n    pip install alpha\n    alpha --fast\n\nThen run it.",
+                 path="docs/install.md", doc_hash="h3", kind="markdown", start_line=20, end_line=25, section=("Install",))
+    ev = (Evidence(1, code, "corpus", 0.6, "cosine", dense_score=0.6),)
+    res = check_answer("Install it first. [1]\n\n```\npip install alpha\nalpha --fast\n```\n[1]", ev,
+                       scorer=SupportScorer(encoder=counting))
+    assert calls == []  # both the sentence and the block are the chunk's own text
+    assert [c.support for c in res.validation.sentences] == [1.0, 1.0]
+    (cit,) = res.citations
+    assert (cit.start_line, cit.end_line) == (20, 23)  # the sentence's line through the block's last line
+    # a block that is not the chunk's text is still judged by the model
+    other = check_answer("```\npip install beta\n```\n[1]", ev, scorer=SupportScorer(encoder=counting))
+    assert calls and other.validation.sentences[0].support < 1.0
+
+
 def test_only_cited_pairs_are_scored(encoder: OnnxMiniLM) -> None:
     calls: list[list[str]] = []
 

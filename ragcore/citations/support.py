@@ -53,7 +53,9 @@ class SupportScorer:
         others are left at ``SupportMatch(0.0, None)``. A sentence that is, whitespace aside, one of
         a chunk's sentences scores 1.0 on it without the model: no span can score higher (both
         halves are capped at 1.0), and an extractive answer is made of such quotes, so a checked
-        answer usually costs no embedding at all.
+        answer usually costs no embedding at all. A fenced code block whose body is a run of the
+        chunk's lines is such a quote too: it scores 1.0 and its span covers all of those lines
+        (the model would score it by its best single line).
         """
         want = [list(range(len(chunks))) if needed is None else list(dict.fromkeys(needed[i])) for i in range(len(sentences))]
         ev_spans = [self.spans(c) for c in chunks]
@@ -97,6 +99,26 @@ class SupportScorer:
 
 
 def _verbatim(sentence: str, spans: Sequence[Span]) -> Span | None:
-    """The first span whose text is ``sentence`` (both whitespace-normalised)."""
+    """The first span whose text is ``sentence`` (both whitespace-normalised); for a fenced code
+    block, the run of consecutive spans (its lines) whose texts joined are the block's body."""
     key = normalize_ws(sentence)
-    return next((s for s in spans if s.text == key), None)
+    hit = next((s for s in spans if s.text == key), None)
+    if hit is not None or not (key.startswith("```") and key.endswith("```")):
+        return hit
+    return _run_of(normalize_ws(key[3:-3]), spans)
+
+
+def _run_of(body: str, spans: Sequence[Span]) -> Span | None:
+    """The first run of consecutive spans whose texts, joined by spaces, are ``body``."""
+    for i, first in enumerate(spans):
+        if not body.startswith(first.text):
+            continue
+        joined = first.text
+        for j in range(i, len(spans)):
+            if j > i:
+                joined = f"{joined} {spans[j].text}"
+            if joined == body:
+                return Span(first.start, spans[j].end, body, block="code")
+            if not body.startswith(joined):
+                break
+    return None
