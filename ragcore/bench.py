@@ -418,7 +418,7 @@ def _cold_question(question: str, runs: int, env: dict[str, str]) -> dict[str, A
 def _cold_summary(p: dict[str, Any]) -> str:
     fl = p["floor"]
     rows, phases = [], []
-    for q in p.get("questions") or [dict(p, status="not recorded")]:  # the first format had one question
+    for q in p["questions"]:
         off, on, ph = q["wall_s"]["snapshots_off"], q["wall_s"]["snapshots_on"], q["phases_snapshots_on"]
         rows.append(f"| {q['question']} | {q['status']} | {q['median_s']['snapshots_off']} ({off}) "
                     f"| **{q['median_s']['snapshots_on']}** ({on}) |")

@@ -565,7 +565,6 @@ def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple
         return [], []
     new_ids = {point_id(c.chunk_id) for c in chunks}
     run.headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
-    run.headings.update(t for c in chunks if c.title and (t := c.title.strip()))  # the document signal's titles
     run.hashes[src.rel] = doc.doc_hash
     run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
     return chunks, [r.id for r in refs if r.id not in new_ids]
