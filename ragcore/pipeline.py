@@ -130,6 +130,15 @@ class Engine:
         s = settings or self.settings
         return self.retriever.search(collection or s.collection, question, s)
 
+    def warm(self, collection: str | None = None) -> None:
+        """Open what a question on ``collection`` reads first (its search index and its section
+        headings), e.g. while the model loads in the background. A missing collection is left for
+        the question to report."""
+        name = collection or self.settings.collection
+        if self.store.exists(name):
+            self.retriever.index(name)
+            self.topic_index(name)
+
     def topic_index(self, collection: str) -> TopicIndex:
         """The collection's section headings with their vectors: from its query snapshot (swapped
         when a new one is published), else rebuilt from Qdrant when the corpus version changes."""

@@ -298,6 +298,24 @@ def test_cold_cli_ask_does_not_import_qdrant_or_llama_index(tmp_path: Path, corp
     assert "RC 0 False False False False" in out.stdout, out.stdout[-1000:] + out.stderr[-2000:]
 
 
+@pytest.mark.slow
+def test_cli_ask_ends_without_teardown_only_when_it_opened_no_store(tmp_path: Path, corpus: Path, make_engine) -> None:
+    """The console script skips the interpreter's teardown after a question answered from the
+    snapshot (nothing to close), and its output still arrives whole through a pipe; with snapshots
+    off the question opened embedded Qdrant, so the process ends normally and closes it."""
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    code = ("import atexit, sys; atexit.register(lambda: print('TEARDOWN', file=sys.stderr)); "
+            "from ragcore.cli import run; sys.argv = ['ragcore', 'ask', 'When should I prune roses?', '-c', 'g', '--json']; run()")
+    for snapshots, teardown in (("1", False), ("0", True)):
+        out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "RAGCORE_DATA_DIR": str(data), "RAGCORE_SNAPSHOTS": snapshots})
+        assert out.returncode == 0, out.stderr[-2000:]
+        answer = json.loads(out.stdout)  # the whole JSON document, flushed before the exit
+        assert answer["status"] == "ok" and answer["citations"]
+        assert ("TEARDOWN" in out.stderr) is teardown, (snapshots, out.stderr[-500:])
+
+
 WRITER = """
 import sys, time
 from ragcore.config import RagcoreSettings
