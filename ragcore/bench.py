@@ -12,16 +12,14 @@ import json
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 
 from .config import RagcoreSettings
 
 from .bench_common import DEFAULT_RESULTS, DJANGO, REPO, machine as _machine, pcts as _pcts, questions as _questions
-from .bench_common import sample_files as _sample_files, utc_now, write as _write
+from .bench_common import pad_collection as _pad_collection, sample_files as _sample_files, utc_now, write as _write
 
 
 # ------------------------------------------------------------------ ingest
@@ -181,38 +179,6 @@ def _ingest_summary(payload: dict[str, Any], corpus: Path) -> str:
 
 
 # ------------------------------------------------------------------ query
-
-
-def _pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> int:
-    """Copy ``src``'s points (vectors included, no re-embedding) into ``dest`` until it holds
-    ``size`` chunks; copies get their own ids and a ``copyN/`` path prefix."""
-    from dataclasses import replace
-
-    from .ingest.chunking import chunk_id
-
-    with src_engine.store.session(write=False):  # embedded Qdrant opened once for both reads
-        data = src_engine.store.load(src)
-        texts = sorted({t.strip() for c in data.chunks for t in (*c.section, c.title or "") if t and t.strip()})
-        headings = src_engine.store.heading_vectors(texts)  # so the copy's topic index needs no embedding
-    with dest_engine.store.session():  # one write session: embedded Qdrant is opened once
-        dest_engine.store.ensure_collection(dest)
-        if headings:
-            dest_engine.store.write_heading_vectors(list(headings), np.stack(list(headings.values())))
-        n, k = 0, 0
-        while n < size:
-            take = min(size - n, len(data.chunks))
-            prefix = f"copy{k}/" if k else ""
-            chunks = [replace(c, path=prefix + c.path, chunk_id=chunk_id(prefix + c.path, c.start_line, c.end_line, c.text))
-                      for c in data.chunks[:take]]
-            counts: dict[str, int] = {}
-            for c in chunks:
-                counts[c.path] = counts.get(c.path, 0) + 1
-            for i in range(0, take, 512):
-                dest_engine.store.write_chunks(dest, chunks[i : i + 512], data.dense[i : i + 512], counts)
-            n += take
-            k += 1
-        dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
-    return n
 
 
 def bench_query(source_collection: str, size: int, top_k: int, repeats: int, results_dir: Path, settings: RagcoreSettings) -> dict[str, Any]:
@@ -569,6 +535,13 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     ba.add_argument("--repeats", type=int, default=2)
     ba.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     ba.set_defaults(func=_cmd_answer)
+    bw = bsub.add_parser("writes", help="points/s into embedded Qdrant, SQLite's rollback journal vs the write-ahead log")
+    bw.add_argument("--collection", default="django", help="collection whose chunks are copied")
+    bw.add_argument("--size", type=int, default=10_000, help="points in the collection written into")
+    bw.add_argument("--batch", type=int, default=1_000, help="chunks per timed write")
+    bw.add_argument("--runs", type=int, default=3)
+    bw.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bw.set_defaults(func=_cmd_writes)
     from .bench_scale import add_scale_parser  # here: its engines are imported only when it runs
 
     add_scale_parser(bsub)  # `bench scale` (engines at 10k-1M chunks)
@@ -593,6 +566,15 @@ def _cmd_cold(args: argparse.Namespace) -> int:
 
     out = bench_cold(args.collection, args.size, max(1, args.runs), args.questions, args.results, settings_from_args(args))
     print(_cold_summary(out))
+    return 0
+
+
+def _cmd_writes(args: argparse.Namespace) -> int:
+    from .bench_writes import bench_writes, summary
+    from .cli_common import settings_from_args
+
+    out = bench_writes(args.collection, args.size, args.batch, max(1, args.runs), args.results, settings_from_args(args))
+    print(summary(out))
     return 0
 
 

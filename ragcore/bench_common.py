@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -62,3 +63,35 @@ def questions() -> list[str]:
         qs = [line.strip("# ").strip() + "?" for f in sorted((REPO / "docs").glob("*.md"))
               for line in f.read_text().splitlines() if line.startswith("## ")]
     return qs
+
+
+def pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> int:
+    """Copy ``src``'s points (vectors included, no re-embedding) into ``dest`` until it holds
+    ``size`` chunks; copies get their own ids and a ``copyN/`` path prefix."""
+    from dataclasses import replace
+
+    from .ingest.chunking import chunk_id
+
+    with src_engine.store.session(write=False):  # embedded Qdrant opened once for both reads
+        data = src_engine.store.load(src)
+        texts = sorted({t.strip() for c in data.chunks for t in (*c.section, c.title or "") if t and t.strip()})
+        headings = src_engine.store.heading_vectors(texts)  # so the copy's topic index needs no embedding
+    with dest_engine.store.session():  # one write session: embedded Qdrant is opened once
+        dest_engine.store.ensure_collection(dest)
+        if headings:
+            dest_engine.store.write_heading_vectors(list(headings), np.stack(list(headings.values())))
+        n, k = 0, 0
+        while n < size:
+            take = min(size - n, len(data.chunks))
+            prefix = f"copy{k}/" if k else ""
+            chunks = [replace(c, path=prefix + c.path, chunk_id=chunk_id(prefix + c.path, c.start_line, c.end_line, c.text))
+                      for c in data.chunks[:take]]
+            counts: dict[str, int] = {}
+            for c in chunks:
+                counts[c.path] = counts.get(c.path, 0) + 1
+            for i in range(0, take, 512):
+                dest_engine.store.write_chunks(dest, chunks[i : i + 512], data.dense[i : i + 512], counts)
+            n += take
+            k += 1
+        dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
+    return n

@@ -49,7 +49,7 @@ DIM = 384
 TOP = 10
 COLLECTION = "bench"
 SEED = 20261122
-WRITE_BATCH = 512  # the batch ``bench._pad_collection`` and ingest hand to Store.write_chunks
+WRITE_BATCH = 512  # the batch ``bench_common.pad_collection`` and ingest hand to Store.write_chunks
 LOCAL_MAX = 100_000  # today's writer: 70-420 points/s, so 1M would take hours
 RECALL_AT = (250, 1000, 2000, 4000, 8000)  # oversampling sizes whose dense recall@10 the report shows
 
@@ -168,14 +168,17 @@ def local_write(data: DataSet, store_dir: Path) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     store = Store(RagcoreSettings(data_dir=store_dir))
-    store.ensure_collection(COLLECTION)
-    for lo in range(0, data.size, WRITE_BATCH):
-        ids = range(lo, min(lo + WRITE_BATCH, data.size))
-        chunks = [data.chunk(i) for i in ids]
-        counts = {c.path: data.doc_chunks(i) for c, i in zip(chunks, ids)}
-        store.write_chunks(COLLECTION, chunks, np.asarray(data.dense[lo : lo + len(chunks)]), counts)
-        progress(lo + len(chunks), t0)
-    store.write_meta(COLLECTION, {"corpus_version": "bench", "built_at": utc_now(), "documents": 0})
+    # one write session, as an ingest holds: outside one, each write would open embedded Qdrant
+    # again (loading every point written so far) and close it (the first runs measured that)
+    with store.session():
+        store.ensure_collection(COLLECTION)
+        for lo in range(0, data.size, WRITE_BATCH):
+            ids = range(lo, min(lo + WRITE_BATCH, data.size))
+            chunks = [data.chunk(i) for i in ids]
+            counts = {c.path: data.doc_chunks(i) for c, i in zip(chunks, ids)}
+            store.write_chunks(COLLECTION, chunks, np.asarray(data.dense[lo : lo + len(chunks)]), counts)
+            progress(lo + len(chunks), t0)
+        store.write_meta(COLLECTION, {"corpus_version": "bench", "built_at": utc_now(), "documents": 0})
     store.close()
     return {}
 

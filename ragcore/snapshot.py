@@ -14,7 +14,8 @@ with their metadata, the vectors of their section headings and the collection's 
 
 A version directory is written under a temporary name and renamed; the manifest is replaced
 atomically, then older versions are removed. The manifest records a stamp of the Qdrant file it
-was made from (inode, size, mtime of the collection's ``storage.sqlite``): a snapshot whose stamp
+was made from (inode, size, mtime of the collection's ``storage.sqlite`` and of its write-ahead log
+while that holds frames): a snapshot whose stamp
 no longer matches the store is not used (the Store rebuilds it). Only JSON and ``.npy`` without
 pickles are read back, so a data folder cannot carry code.
 
@@ -26,6 +27,7 @@ projection of the vectors (dense_codes.py) serves the dense branch of large coll
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -54,11 +56,14 @@ class SnapshotError(Exception):
 
 @dataclass(frozen=True)
 class Stamp:
-    """Identifies one state of a Qdrant collection file: any write changes its size or mtime."""
+    """Identifies one state of a Qdrant collection file: any write changes its size or mtime
+    (or its write-ahead log's, while the log holds frames: local_storage.py)."""
 
     ino: int
     size: int
     mtime_ns: int
+    log_size: int = 0
+    log_mtime_ns: int = 0
 
 
 def file_stamp(path: Path) -> Stamp | None:
@@ -231,7 +236,7 @@ class SnapshotFiles:
     def _write_manifest(self, m: Manifest) -> None:
         body = {
             "format": FORMAT, "collection": m.collection, "version": m.version, "corpus_version": m.corpus_version,
-            "stamp": [m.stamp.ino, m.stamp.size, m.stamp.mtime_ns], "chunks": m.chunks, "meta": m.meta,
+            "stamp": list(dataclasses.astuple(m.stamp)), "chunks": m.chunks, "meta": m.meta,
         }
         path = self._dir(m.collection) / MANIFEST
         tmp = path.with_name(f".{MANIFEST}.{uuid.uuid4().hex[:8]}")
@@ -286,8 +291,8 @@ def _read_manifest(path: Path, name: str) -> Manifest | None:
         body = json.loads(path.read_text("utf-8"))
         if body.get("format") != FORMAT or body.get("collection") != name:
             return None
-        ino, size, mtime = body["stamp"]
-        return Manifest(name, str(body["version"]), body.get("corpus_version"), Stamp(int(ino), int(size), int(mtime)),
+        stamp = Stamp(*(int(x) for x in body["stamp"]))
+        return Manifest(name, str(body["version"]), body.get("corpus_version"), stamp,
                         int(body["chunks"]), dict(body.get("meta") or {}))
     except (OSError, ValueError, KeyError, TypeError):
         return None  # damaged: as if there were none

@@ -17,6 +17,7 @@ import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 # Identifiers: letters/digits joined by _ . or - (e.g. AUTH_USER_MODEL, django.db.models, utf-8)
@@ -63,23 +64,33 @@ def _stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     out: list[str] = []
     for m in _TOKEN.finditer(text):
-        raw = m.group(0)
-        low = raw.lower()
-        parts = re.split(r"[_.\-]", raw)
-        if len(parts) > 1:
-            out.append(low)  # the whole identifier
-        for part in parts:
-            subs = _CAMEL.findall(part) if not part.islower() and not part.isupper() else [part]
-            if len(subs) > 1:
-                out.append(part.lower())
-            for s in subs:
-                s = s.lower()
-                if s in STOPWORDS or len(s) < 2 and not s.isdigit():
-                    continue
-                out.append(_stem(s))
+        out += _terms_of(m.group(0))
     return out
 
 
+@lru_cache(maxsize=262_144)
+def _terms_of(raw: str) -> tuple[str, ...]:
+    """The terms one identifier or word yields. Cached: technical text repeats its words, and
+    tokenizing is half of what writing a chunk to the store costs (its sparse vector) and part
+    of every snapshot publish."""
+    out: list[str] = []
+    low = raw.lower()
+    parts = re.split(r"[_.\-]", raw)
+    if len(parts) > 1:
+        out.append(low)  # the whole identifier
+    for part in parts:
+        subs = _CAMEL.findall(part) if not part.islower() and not part.isupper() else [part]
+        if len(subs) > 1:
+            out.append(part.lower())
+        for sub in subs:
+            sub = sub.lower()
+            if sub in STOPWORDS or len(sub) < 2 and not sub.isdigit():
+                continue
+            out.append(_stem(sub))
+    return tuple(out)
+
+
+@lru_cache(maxsize=262_144)
 def term_index(term: str) -> int:
     """A stable 31-bit index for a term (Qdrant sparse indices are uint32)."""
     return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF

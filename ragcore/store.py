@@ -34,7 +34,8 @@ import numpy as np
 from .config import RagcoreSettings
 from .embeddings import DIMENSION, MODEL_NAME
 from .sections import SectionRef, section_ref
-from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, file_stamp, sparse_columns
+from .local_storage import checkpoint, collection_stamp, use_write_ahead_log
+from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, Stamp, sparse_columns
 from .sparse import Bm25Encoder
 from .types import Chunk, CollectionInfo
 
@@ -212,12 +213,15 @@ class Store:
             # retrying the client itself would reload the store each time: wait on the lock.
             wait_for_folder_lock(path, deadline)
             try:
-                return QdrantClient(path=str(path))
+                client = QdrantClient(path=str(path))
             except RuntimeError as exc:
                 if "already accessed" not in str(exc):
                     raise
                 if time.monotonic() >= deadline:
                     raise StoreError(_busy_message(path)) from exc
+                continue
+            use_write_ahead_log(client)  # local mode commits per point: 3x the writes (local_storage.py)
+            return client
 
     def close(self) -> None:
         with self._lock:
@@ -234,6 +238,14 @@ class Store:
 
     def _storage_file(self, name: str) -> Path:
         return self.settings.qdrant_path / "collection" / name / "storage.sqlite"
+
+    def _stamp(self, name: str) -> Stamp | None:
+        return collection_stamp(self._storage_file(name))
+
+    def _settled_stamp(self, name: str) -> Stamp | None:
+        """The stamp to publish with: the write-ahead log emptied into the file first (inside a session)."""
+        checkpoint(self.client, name)
+        return self._stamp(name)
 
     def _write_in_progress(self) -> bool:
         """A write session here, or another process holding the folder (a writer, or a reader rebuilding)."""
@@ -254,7 +266,7 @@ class Store:
         if self.snapshots is None:
             return None
         m = self.snapshots.manifest(name)
-        stamp = file_stamp(self._storage_file(name))
+        stamp = self._stamp(name)
         if m is not None and m.stamp == stamp:
             return m
         if stamp is None and self._client is None:
@@ -263,7 +275,7 @@ class Store:
             return m
         with self._rebuild_lock:  # one rebuild at a time: a second asker waits, then finds it done
             m = self.snapshots.manifest(name)
-            if m is not None and m.stamp == file_stamp(self._storage_file(name)):
+            if m is not None and m.stamp == self._stamp(name):
                 return m
             with self.session(write=False) as client:
                 return self._publish(name) if client.collection_exists(name) else None
@@ -302,7 +314,7 @@ class Store:
             vecs = self._embed_headings(missing)
             self.write_heading_vectors(missing, vecs)
             headings.update(zip(missing, vecs))
-        stamp = file_stamp(self._storage_file(name))
+        stamp = self._settled_stamp(name)
         assert stamp is not None
         m = self.snapshots.publish(name, chunks=data.chunks, dense=data.dense, sparse=sparse_columns(data.sparse),
                                    headings=headings, meta=meta, stamp=stamp)
@@ -314,7 +326,7 @@ class Store:
         if self.snapshots is None or not self.client.collection_exists(name):
             return
         m = self.snapshots.manifest(name)
-        stamp = file_stamp(self._storage_file(name))
+        stamp = self._settled_stamp(name)
         if name in self._dirty or m is None or stamp is None or m.stamp != stamp:
             self._publish(name, meta)
         else:
@@ -352,6 +364,7 @@ class Store:
                 vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
                 sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
             )
+            use_write_ahead_log(client)  # the new collection's file
             self._dirty.add(name)
             if not self.is_embedded:  # payload indexes only matter (and only exist) on a server
                 for key in ("path", "doc_hash"):
@@ -518,6 +531,7 @@ class Store:
                 client.create_collection(
                     TOPICS_COLLECTION, vectors_config=qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)
                 )
+                use_write_ahead_log(client)
             points = [qm.PointStruct(id=_heading_id(t), vector=v.tolist(), payload={"text": t})
                       for t, v in zip(texts, vectors)]
             for i in range(0, len(points), 512):
@@ -560,6 +574,7 @@ class Store:
                 client.create_collection(
                     META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT)
                 )
+                use_write_ahead_log(client)
             # merged into what is there: an ingest must not erase, say, a calibrated abstain bar
             payload = {**self._qdrant_meta(name), "name": name, "embedding_model": MODEL_NAME, **meta}
             client.upsert(META_COLLECTION, [qm.PointStruct(id=_meta_id(name), vector=[1.0], payload=payload)], wait=True)

@@ -52,3 +52,23 @@ def test_bench_cold_times_each_question_in_new_processes_and_records_its_answer(
     assert row["phases_snapshots_on"]["qdrant_opened"] is False
     md = (tmp_path / "results" / "query.md").read_text()
     assert "## Cold question" in md and q in md and row["status"] in md
+
+
+def test_bench_writes_alternates_the_two_journals_on_the_same_chunks(tmp_path: Path, make_engine) -> None:
+    from ragcore.bench_writes import MODES, bench_writes
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(3):
+        (corpus / f"page{i}.md").write_text(f"# Page {i}\n\n## Part\n\nPage {i} says something about topic {i}.\n",
+                                            encoding="utf-8")
+    eng = make_engine(collection="src")
+    eng.ingest([corpus], "src", calibrate=False)
+    eng.close()
+    out = bench_writes("src", 20, 2, 2, tmp_path / "results", eng.settings)
+    assert out["collection_points"] == 20 and out["batch_points"] == 2
+    assert all(len(out["seconds"][m]) == 2 and all(s >= 0 for s in out["seconds"][m]) for m in MODES)
+    assert len(out["ratio_per_pair"]) == 2
+    md = (tmp_path / "results" / "writes.md").read_text()
+    assert "rollback journal" in md and "write-ahead log" in md
+    assert json.loads((tmp_path / "results" / "writes.json").read_text())["bench"] == "writes"
