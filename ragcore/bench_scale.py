@@ -50,7 +50,7 @@ TOP = 10
 COLLECTION = "bench"
 SEED = 20261122
 WRITE_BATCH = 512  # the batch ``bench_common.pad_collection`` and ingest hand to Store.write_chunks
-LOCAL_MAX = 100_000  # today's writer: 70-420 points/s, so 1M would take hours
+LOCAL_MAX = 100_000  # local mode holds every point in memory: 4.2 GB to write 100k, ~40 GB at 1M
 RECALL_AT = (250, 1000, 2000, 4000, 8000)  # oversampling sizes whose dense recall@10 the report shows
 
 
@@ -380,8 +380,8 @@ class EngineSpec:
 ENGINES: dict[str, EngineSpec] = {
     "qdrant-local": EngineSpec(
         "qdrant-local", "(a) Qdrant local mode + in-process numpy SearchIndex (today)", local_write, local_open,
-        local_pool, LOCAL_MAX, "local mode commits each point to SQLite (70-420 points/s in the issue, "
-        "10-31 here): hours of writing at 1M"),
+        local_pool, LOCAL_MAX, "local mode holds every point in memory (4.2 GB peak RSS to write 100,000 "
+        "points here, so about 40 GB at 1M, more than this machine has) and loads them all on open"),
     "edge-exact": EngineSpec(
         "edge-exact", "(b) qdrant-edge-py 0.9 in process, exact dense", edge_write, edge_open, edge_pool,
         needs="qdrant_edge"),
@@ -849,10 +849,18 @@ def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             else r for r in runs]  # from the largest size measured by any of the merged runs
     return {**new, "runs": runs, "engines": {**old["engines"], **new["engines"]},
             "sizes": sorted(set(old["sizes"]) | set(new["sizes"])),
-            "agreement": {k: {**old["agreement"].get(k, {}), **new["agreement"].get(k, {})}
+            "agreement": {k: _merged_agreement(old["agreement"].get(k, {}), new["agreement"].get(k, {}))
                           for k in {**old["agreement"], **new["agreement"]}},
             "load_avg_start": old["load_avg_start"], "real_recall": new.get("real_recall") or old.get("real_recall") or {},
             "earlier_commands": [c for c in dict.fromkeys([*old.get("earlier_commands", []), old["command"]]) if c != new.get("command")]}
+
+
+def _merged_agreement(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """One size's agreement rows: a run that compared nothing (one engine alone in its workdir)
+    keeps the earlier reference and rows, instead of naming itself the reference."""
+    if not any(k not in ("reference", "projection_recall") for k in new):
+        return {**old, **({"projection_recall": new["projection_recall"]} if "projection_recall" in new else {})}
+    return {**old, **new}
 
 
 def _dated(row: dict[str, Any], when: str | None) -> dict[str, Any]:
@@ -939,11 +947,13 @@ edge-*) ran at load 7-17 on the previous chunker's 7,065, and their agreement ro
 with that run's numpy-mmap. Wall-clock latencies at load 10+ are 2-6x the CPU time each query cost,
 so the CPU column (this process's CPU time, all its threads) is the fairer comparison across dates.
 
-- **(a) today's local mode + SearchIndex is out.** It wrote 31 points/s at 10k and 16 points/s on the
-  way to 100k (one SQLite commit per point; qdrant-client itself warns that local mode is not meant
-  for more than 20,000 points): 10k chunks took 5.4 min to write and 17 s to open. At 100k the write
-  was stopped by its 55-minute limit at 51,712 points; 1M is not run (9-28 hours of writing,
-  extrapolated). It fails "open <= 2 s" already at 10k.
+- **(a) local mode + SearchIndex is out as the query engine.** Written in one session, as an
+  ingest writes (with its SQLite files in write-ahead-log mode, `local_storage.py`), it took
+  523 points/s at 10k and 392 at 100k; but it holds every point in memory and loads them all on
+  open: 5.6 s to open at 10k, 131 s and 3.7 GB RSS at 100k, 4.2 GB to write 100k, so about 40 GB
+  at 1M (extrapolated), more than this machine has. It fails "open <= 2 s" at 10k. (The first runs,
+  2026-11-22, measured 16-31 points/s: their writer reopened the store for every batch of 512,
+  loading every point written so far; an ingest never did that.)
 - **An exact dense scan cannot meet p95 <= 50 ms at 1M here.** It reads 1M x 384 x 4 B = 1.5 GB per
   query: numpy-mmap costs 180/199 ms CPU (p50/p95), edge-exact 136/155 ms. HNSW's build is the
   obstacle for (b): 44 s at 10k, unfinished after 11 min at 100k, > 10 min and 17 GB per the issue at 1M.
@@ -980,13 +990,18 @@ default's query path**, written at the end of each ingest and keyed by corpus ve
 milliseconds at every size, lets several processes read, keeps every score explainable (cosine, BM25,
 fused per chunk), is exact up to 200,000 chunks and meets p95 <= 50 ms at 1M with the projection.
 The store of record keeps Qdrant's collection schema (dense cosine + sparse BM25 with the IDF
-modifier), so `RAGCORE_QDRANT_URL` stays the way to grow to a server or cluster. Writes are still
-local mode's (16-31 points/s): the snapshot's own write at 1M took 135 s and 4.2 GB peak, but
-getting 1M points into local mode first is the embedded default's bottleneck, not settled here.
+modifier), so `RAGCORE_QDRANT_URL` stays the way to grow to a server or cluster. Writes still go
+through local mode (the snapshot's own write at 1M took 135 s and 4.2 GB peak): 400-1,000 points/s
+with the write-ahead log (`ragcore bench writes`: 292 -> 921 points/s into 10k points), but its
+writer holds the whole collection in memory, so past a few hundred thousand chunks the store of
+record has to be a Qdrant server; the embedded default reads 1M chunks, it cannot write them here.
 
 Two entries of scale.json were edited by hand in the 2026-11-22 run, and only these: the edge-hnsw
 100k row's error text (the worker was stopped by hand, which the tool could only report as "exit
 -15"), and the 10k qdrant-local agreement row, restored from that run's first command's output.
+The agreement rows were restored once more from the committed file after the 2026-11-23 06:56
+qdrant-local run, whose merge named that engine (alone in its workdir) the reference; the merge now
+keeps the earlier reference when a run compares nothing.
 """
 
 

@@ -356,8 +356,8 @@ class RagcoreSettings:
     calibrated_bar: bool = _setting(True, "bool")
     min_selection_chars: int = _setting(40, "int", ge=0)
     max_answer_sentences: int = _setting(4, "int", ge=1)
-    # The extractive composer quotes only from the evidence's first answer_docs documents (0: all)
-    answer_docs: int = _setting(0, "int", ge=0)
+    # The extractive composer quotes at most answer_docs documents, those of its best units (0: any)
+    answer_docs: int = _setting(1, "int", ge=0)
     conversation_turns: int = _setting(0, "int", ge=0)
     boundary_rules: tuple[str, ...] = _setting((), "strs")
 

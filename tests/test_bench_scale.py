@@ -143,6 +143,15 @@ def test_merge_keeps_earlier_runs_and_commands() -> None:
     assert m["earlier_commands"] == ["first"] and m["sizes"] == [10_000, 1_000_000]
 
 
+def test_a_merged_run_that_compared_nothing_keeps_the_earlier_reference() -> None:
+    """One engine re-measured alone in a new workdir is its own run's reference; merged, the
+    earlier reference and its agreement rows stay (not "qdrant-local vs qdrant-local")."""
+    old = {"10000": {"reference": "numpy-mmap", "qdrant-local": {"dense_top10_same": 1.0}}}
+    assert bs._merged_agreement(old["10000"], {"reference": "qdrant-local"}) == old["10000"]
+    compared = {"reference": "numpy-mmap", "edge-exact": {"dense_top10_same": 1.0}}
+    assert bs._merged_agreement(old["10000"], compared) == {**old["10000"], **compared}
+
+
 def test_merge_dates_rows_and_keeps_real_recall() -> None:
     """Rows kept from an earlier run carry that run's date; real-vector recall survives a merge."""
     old = {"runs": [{"engine": "edge-exact", "size": 10}], "engines": {"edge-exact": "b"}, "sizes": [10],
