@@ -135,9 +135,12 @@ class Engine:
         headings), e.g. while the model loads in the background. A missing collection is left for
         the question to report."""
         name = collection or self.settings.collection
-        if self.store.exists(name):
-            self.retriever.index(name)
-            self.topic_index(name)
+        try:
+            if self.store.exists(name):
+                self.retriever.index(name)
+                self.topic_index(name)
+        except Exception:  # noqa: BLE001 - only a head start: the question meets the same problem and reports it
+            pass
 
     def topic_index(self, collection: str) -> TopicIndex:
         """The collection's section headings with their vectors: from its query snapshot (swapped
