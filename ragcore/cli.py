@@ -126,6 +126,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     passage = _read_selection(args)  # a bad file or range fails before any model loads
     engine = _engine(s, preload=True)
+    try:
+        return _ask(args, s, engine, passage)
+    finally:
+        engine.encoder.settle()  # never end the process while the model is still loading
+
+
+def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: tuple[str, str, int] | None) -> int:
     from .stages import SelectionInput
 
     selection = SelectionInput(*passage) if passage is not None else None

@@ -62,6 +62,7 @@ class OnnxMiniLM:
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+        self._loader: threading.Thread | None = None
 
     def _load(self) -> None:
         if self._session is not None:
@@ -95,7 +96,16 @@ class OnnxMiniLM:
         with reading the collection's snapshot."""
         t = threading.Thread(target=self._try_load, name="onnx-load", daemon=True)
         t.start()
+        self._loader = t
         return t
+
+    def settle(self) -> None:
+        """Wait for a background load to finish. A process must not end while onnxruntime is still
+        creating its session in another thread: the interpreter's teardown then aborts the process
+        (``std::bad_alloc``, exit 134), as a question that fails at once (an unknown collection) did."""
+        loader = self._loader
+        if loader is not None:
+            loader.join()
 
     def _try_load(self) -> None:
         try:

@@ -316,6 +316,19 @@ def test_cli_ask_ends_without_teardown_only_when_it_opened_no_store(tmp_path: Pa
         assert ("TEARDOWN" in out.stderr) is teardown, (snapshots, out.stderr[-500:])
 
 
+@pytest.mark.slow
+def test_cli_ask_that_fails_at_once_waits_for_the_model_and_exits_cleanly(tmp_path: Path) -> None:
+    """An unknown collection fails while the model is still loading in its background thread;
+    the process must end with the error and exit code 1, not abort in onnxruntime (exit 134,
+    "std::bad_alloc"), which it did about one time in three."""
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-m", "ragcore.cli", "ask", "What?", "-c", "nope"], cwd=REPO,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "RAGCORE_DATA_DIR": str(tmp_path / "data")})
+        assert out.returncode == 1, (out.returncode, out.stderr[-1000:])
+        assert "does not exist" in out.stdout + out.stderr and "bad_alloc" not in out.stderr
+
+
 WRITER = """
 import sys, time
 from ragcore.config import RagcoreSettings
