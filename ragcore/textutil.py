@@ -24,7 +24,9 @@ _WS = re.compile(r"\s+")
 _BLOCK_BREAK = re.compile(
     r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)]|#{1,6})\s)|^ {0,3}#{1,6}\s.*\n|^([=\-~^`'\"*+#])\1{2,}\s*\n", re.M
 )
-_INLINE_CODE = re.compile(r"`[^`\n]+`")
+# Markdown's `code` and reST's ``literal`` (tried first: read as single backticks, the second
+# literal's opening would pair with the first one's closing and swallow the prose between them)
+_INLINE_CODE = re.compile(r"``[^`\n]+``|`[^`\n]+`")
 
 
 @dataclass(frozen=True)

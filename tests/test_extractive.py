@@ -152,6 +152,11 @@ def test_answer_sentences_are_whole_sentences(answers: dict[str, Answer], questi
         ('Set top-K with `ragcore ask "..." --top-k 10`, or by default with `RAGCORE_TOP_K`. Then ask.', 2),
         ('Run `ragcore ask "What is it?" --json` to get JSON. Then read it.', 2),
         ("Set it in settings.py. Then run e.g. the server. Version 3.2 is out!", 3),
+        # reST literals: two of them in one paragraph are two code spans, not one from the first
+        # literal's closing to the second one's opening with the sentences between them inside
+        ("Reports go to the ``reports/`` folder as CSV. A report lists every reading. Use the ``widget report`` "
+         "command. Then read it.", 4),
+        ("Run ``ragcore ask \"Why?\" --json``. Then read it.", 2),
     ],
 )
 def test_sentence_spans_do_not_split_inside_inline_code(text: str, n: int) -> None:
