@@ -343,6 +343,9 @@ def _run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\n(interrupted)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`ragcore ask ... | head`): nothing more to tell it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return 141  # 128 + SIGPIPE, as a shell reports a process a closed pipe stopped
     except (ConfigError, UsageError) as exc:  # a value the user gave: say which, and what is allowed
         print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2

@@ -65,3 +65,22 @@ def test_clear_errors(tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixt
     assert "Ingest documents first" in capsys.readouterr().out
     assert main(["ask", "  ", "-c", "missing"]) == 1
     assert "empty" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`ragcore … | head`: when the reader has gone, the command stops with 141 (128 + SIGPIPE)
+    and no "error: BrokenPipeError" on the terminal. The read end is closed before the command
+    writes, so every write meets the closed pipe."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    p = subprocess.Popen([sys.executable, "-m", "ragcore.cli", "ask", "What?", "-c", "nope"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "RAGCORE_DATA_DIR": str(tmp_path / "data")})
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=300) == 141, err[-1000:]
+    assert "BrokenPipe" not in err and "Traceback" not in err, err[-1000:]
