@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-
 from .config import RagcoreSettings
 
 from .bench_common import DEFAULT_RESULTS, DJANGO, REPO, machine as _machine, pcts as _pcts, questions as _questions

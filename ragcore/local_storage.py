@@ -6,7 +6,7 @@ rollback-journal mode every commit syncs the disk; with a write-ahead log and
 checkpoints. A commit is still atomic and survives a killed process (the next open replays the
 log); a power cut can lose the last commits before a checkpoint, never the file's consistency,
 and a re-run ingest writes whatever is missing. Measured on 1,000-point writes into a 10,000-point
-collection: 290-370 points/s without the log, 850-870 with it (``ragcore bench writes``).
+collection: 292 points/s without the log, 921 with it (``ragcore bench writes``, bench/results/writes.md).
 
 With a log, a write changes the log first and the main file only at a checkpoint. So a
 collection's stamp (what a query snapshot records, to notice that the store has changed since)

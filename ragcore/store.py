@@ -104,6 +104,12 @@ class CollectionData:
     sparse: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]
 
 
+def _create_collection(client: QdrantClient, name: str, **config: Any) -> None:
+    """Create a collection; an embedded one's new file gets the write-ahead log too (local_storage.py)."""
+    client.create_collection(name, **config)
+    use_write_ahead_log(client)
+
+
 def _qm():
     from qdrant_client import models
 
@@ -359,12 +365,11 @@ class Store:
         with self.session() as client:
             if client.collection_exists(name):
                 return
-            client.create_collection(
-                name,
+            _create_collection(
+                client, name,
                 vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
                 sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
             )
-            use_write_ahead_log(client)  # the new collection's file
             self._dirty.add(name)
             if not self.is_embedded:  # payload indexes only matter (and only exist) on a server
                 for key in ("path", "doc_hash"):
@@ -528,10 +533,8 @@ class Store:
         qm = _qm()
         with self.session() as client:
             if not client.collection_exists(TOPICS_COLLECTION):
-                client.create_collection(
-                    TOPICS_COLLECTION, vectors_config=qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)
-                )
-                use_write_ahead_log(client)
+                _create_collection(client, TOPICS_COLLECTION,
+                                   vectors_config=qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE))
             points = [qm.PointStruct(id=_heading_id(t), vector=v.tolist(), payload={"text": t})
                       for t, v in zip(texts, vectors)]
             for i in range(0, len(points), 512):
@@ -571,10 +574,7 @@ class Store:
         qm = _qm()
         with self.session() as client:
             if not client.collection_exists(META_COLLECTION):
-                client.create_collection(
-                    META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT)
-                )
-                use_write_ahead_log(client)
+                _create_collection(client, META_COLLECTION, vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT))
             # merged into what is there: an ingest must not erase, say, a calibrated abstain bar
             payload = {**self._qdrant_meta(name), "name": name, "embedding_model": MODEL_NAME, **meta}
             client.upsert(META_COLLECTION, [qm.PointStruct(id=_meta_id(name), vector=[1.0], payload=payload)], wait=True)

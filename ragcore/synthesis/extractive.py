@@ -14,9 +14,9 @@ add small bonuses). It keeps the best unit and those close to it (≥ 65% of its
 skipping near duplicates, up to ``max_sentences``; best first, the rest in reading order. The
 units come from at most ``max_docs`` documents (setting ``answer_docs``, default 1), those of the
 best units; a selection's units are never held back by it. Quoting one page makes the answer cite
-the page that answers: on both test sets no citation into a page other than the best unit's was
-to a page the reference answer links (0 of 11 Django, 5 of 30 Git), and with one page and the
-wider 65% margin citation precision rose (Django 0.481 → 0.596, Git 0.307 → 0.370) while token F1
+the page that answers: on the two test sets a citation into a page other than the best unit's was
+rarely to a page the reference answer links (0 of 11 on Django, 5 of 30 on Git), and with one page
+and the wider 65% margin citation precision rose (Django 0.481 → 0.596, Git 0.307 → 0.370) while token F1
 stayed level (0.188 → 0.189, 0.215 → 0.212; bench/results/eval-*-s7.md).
 
 Rendering keeps the source's bytes: a sentence is its source text with whitespace across line
