@@ -53,3 +53,17 @@ def test_markdown_counts_each_class() -> None:
     win = DocView("win.html", 1, 2, 3, 1, 2, 1.0, ("evidence:win",))
     md = markdown("T", [Miss("q1", "Why?", rel, win, 1, 9, classify(rel, win))], answerable=3)
     assert "1 of 3 answerable" in md and "| outranked by a page the question or evidence names | 1 |" in md
+
+
+def test_no_answer_on_the_guide_quotes_a_sentence_without_the_one_it_leans_on(guide_engine) -> None:
+    """``python -m ragcore.eval.fragments`` on the bundled guide's questions: answers are
+    composed, units counted, and none leans on a sentence the answer does not quote before it."""
+    from pathlib import Path
+
+    from ragcore.eval.dataset import load_dataset
+    from ragcore.eval.fragments import count
+
+    dataset = load_dataset(str(Path(__file__).resolve().parents[1] / "bench" / "data" / "guide-qa"))
+    c = count(guide_engine, "guide", dataset, guide_engine.settings)
+    assert c.answers >= 5 and c.units >= c.answers
+    assert c.orphans == (), c.orphans

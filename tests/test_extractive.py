@@ -430,3 +430,60 @@ def test_a_selection_is_quoted_beside_the_one_corpus_page(encoder) -> None:
     assert len({p for p in quoted if p != "(selection)"}) == 1, quoted
     anywhere = ExtractiveComposer(encoder, max_docs=0).compose(q, evs)
     assert len({picked[p.n] for p in anywhere.picked if picked[p.n] != "(selection)"}) > 1
+
+
+def _one_chunk(text: str, path: str = "fields.md", section: tuple[str, ...] = ("Field options",)):
+    from ragcore.types import Chunk, Evidence
+
+    chunk = Chunk(chunk_id="c1", text=text, path=path, doc_hash="h", kind="md", start_line=1,
+                  end_line=text.count("\n") + 1, section=section)
+    return [Evidence(n=1, chunk=chunk, origin="corpus", score=0.5, score_kind="rrf", dense_score=0.6)]
+
+
+def test_a_sentence_that_leans_back_is_quoted_right_after_its_antecedent(encoder) -> None:
+    """"Note that this is different than null." alone would make "this" point at whatever the
+    answer quoted before it: it comes with the sentence before it in its chunk, right after it."""
+    from ragcore.synthesis.extractive import ExtractiveComposer
+
+    text = ("Blank fields are allowed in forms when blank is True.\n"
+            "Note that this is different than null, which only affects how the database stores empty fields.\n\n"
+            "Null fields store empty values as NULL in the database.\n")
+    out = ExtractiveComposer(encoder, max_sentences=4).compose("How is blank different than null for fields?", _one_chunk(text))
+    quoted = [p.span.text for p in out.picked]
+    lean = next(i for i, s in enumerate(quoted) if s.startswith("Note that this"))
+    assert lean > 0 and quoted[lean - 1].startswith("Blank fields are allowed"), quoted
+    assert_verbatim_units(out, text)
+
+
+def test_a_sentence_whose_antecedent_the_chunk_lacks_is_not_quoted(encoder) -> None:
+    """The chunk opens on "However, …" (its antecedent is in the chunk before) and a heading
+    separates "This setting…" from the prose above it: neither is quoted, however well it scores."""
+    from ragcore.synthesis.extractive import ExtractiveComposer
+
+    text = ("However, the cache timeout can be set per view with the cache_page decorator.\n\n"
+            "# CACHE_TIMEOUT\n\n"
+            "This setting gives the default cache timeout in seconds for every cached view.\n\n"
+            "The cache timeout of a view is how long its cached response is served.\n")
+    out = ExtractiveComposer(encoder, max_sentences=4).compose("What is the cache timeout of a view?", _one_chunk(text))
+    quoted = [p.span.text for p in out.picked]
+    assert quoted and quoted[0].startswith("The cache timeout of a view"), quoted
+    assert not any(s.startswith(("However", "This setting")) for s in quoted), quoted
+
+
+def test_antecedents_count_towards_the_sentence_budget(encoder) -> None:
+    from ragcore.synthesis.extractive import ExtractiveComposer
+
+    text = ("Sessions are stored in the database by default.\n"
+            "They expire after two weeks unless the session cookie age is changed.\n"
+            "It can be changed with the SESSION_COOKIE_AGE setting.\n"
+            "Sessions can also be stored in the cache or in signed cookies.\n")
+    for budget in (1, 2, 3):
+        out = ExtractiveComposer(encoder, max_sentences=budget).compose("How long do sessions last before they expire?", _one_chunk(text))
+        assert 1 <= len(out.picked) <= budget, [p.span.text for p in out.picked]
+        first = out.picked[0].span.text
+        assert not first.startswith(("They", "It ")), first
+
+
+def assert_verbatim_units(out, text: str) -> None:
+    for p in out.picked:
+        assert normalize_ws(text[p.span.start : p.span.end]) == normalize_ws(p.span.text)

@@ -144,24 +144,14 @@ def markdown(title: str, misses: Sequence[Miss], mapper: DocPathMapper | None = 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ragcore.eval.misses DATASET --collection NAME [--title T]``: the table on stdout,
     with the settings of the environment (RAGCORE_DATA_DIR, RAGCORE_* signals)."""
-    import argparse
+    from .analysis_cli import open_analysis
 
-    from ..pipeline import Engine
-    from .dataset import load_dataset
-
-    ap = argparse.ArgumentParser(prog="python -m ragcore.eval.misses", description=main.__doc__)
-    ap.add_argument("dataset")
-    ap.add_argument("--collection", "-c", required=True)
-    ap.add_argument("--title", default=None)
-    args = ap.parse_args(argv)
-    settings = RagcoreSettings.from_env()
-    dataset = load_dataset(args.dataset)
-    engine = Engine(settings)
+    a = open_analysis("python -m ragcore.eval.misses", main.__doc__, argv, title=True)
     try:
-        found = analyse(engine, args.collection, dataset, settings)
-        print(markdown(args.title or dataset.name, found, mapper_for(engine, args.collection, dataset), len(dataset.answerable)))
+        found = analyse(a.engine, a.args.collection, a.dataset, a.settings)
+        print(markdown(a.args.title or a.dataset.name, found, mapper_for(a.engine, a.args.collection, a.dataset), len(a.dataset.answerable)))
     finally:
-        engine.close()
+        a.engine.close()
     return 0
 
 

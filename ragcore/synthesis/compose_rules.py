@@ -16,8 +16,9 @@ General rules, not tuned to one corpus:
 * **The answer opens on a sentence that stands alone**: one that leans on the sentence before it
   (a reference back or a continuation: "This method…", "It…", "Same as for…", "However,…", "You
   should also…") reads as a non sequitur as the answer's first line, so the best chosen unit that
-  does not lean back opens the answer. Only the order changes, not what is quoted (scoring such
-  sentences lower instead cost Django's answers token F1, 0.166 → 0.160, and citation precision).
+  does not lean back opens the answer, and a leaning sentence is quoted only right after the
+  sentence it leans on (``compose_context.py``). Scoring such sentences lower instead cost
+  Django's answers token F1, 0.166 → 0.160, and citation precision.
 * **Key terms**: identifiers the question names (``AUTH_USER_MODEL``, ``top_k``, CamelCase,
   dotted names) are what the asker is looking for; a unit that names one gets a bonus.
 """
@@ -44,8 +45,13 @@ _POINTER = re.compile(
 _LEANS_BACK = re.compile(
     r"^(?:this|these|that|those|it|its|they|them|their|such|same|also|however|otherwise|instead|thus|hence|"
     r"therefore|additionally|furthermore|moreover|similarly|likewise|alternatively|conversely|in addition|"
-    r"in (?:this|that|either|both|such a) case|as (?:a result|such|well|above|before|mentioned))\b"
-    r"|^\S+(?: \S+){0,3} also\b", re.I,
+    r"in (?:this|that|either|both|such a) (?:case|situation|scenario)|as (?:a result|such|well|above|before|mentioned))\b"
+    r"|^\S+(?: \S+){0,3} also\b"
+    # "Note that this…", "When set to False, …", and a verb whose subject is the term or heading above
+    # it ("Has four optional arguments…", "Defaults to True."); "Returns…" reads as a description
+    r"|^note that (?:this|these|that|those|it|they)\b"
+    r"|^(?:when|if|once|unless) (?:set|called|used|enabled|disabled|given|passed|provided|specified|omitted)\b"
+    r"|^(?:has|takes|accepts|defaults)\b", re.I,
 )
 _LINK_ONLY = re.compile(r"^\W*\[[^\]]+\]\([^)]+\)\W*(?::|—|-)?")  # "[Title](page.md): what it covers"
 _HOWTO_Q = re.compile(r"^\s*how\s+(?:do|can|should|would|to|does one)\b|^\s*(?:what is the way|where do i)\b", re.I)

@@ -62,6 +62,16 @@ class Unit:
         return normalize_ws(f"{self.sentence} {self.block.text if self.block else ''}")
 
 
+@dataclass(frozen=True)
+class Picked:
+    """A unit the composer scored: which evidence it is from, and how well it answers."""
+
+    n: int  # the evidence number
+    span: Span  # the quoted sentence (or table) in the chunk's text
+    score: float
+    unit: Unit | None = None  # what is quoted: the sentence and the block it brings
+
+
 def fold(text: str) -> str:
     """A sentence as quoted: whitespace runs that cross a line break become one space."""
     return _LINEBREAK_WS.sub(" ", text.strip())

@@ -17,7 +17,9 @@ best units; a selection's units are never held back by it. Quoting one page make
 the page that answers: on the two test sets a citation into a page other than the best unit's was
 rarely to a page the reference answer links (0 of 11 on Django, 5 of 30 on Git), and with one page
 and the wider 65% margin citation precision rose (Django 0.481 → 0.596, Git 0.307 → 0.370) while token F1
-stayed level (0.188 → 0.189, 0.215 → 0.212; bench/results/eval-*-s7.md).
+stayed level (0.188 → 0.189, 0.215 → 0.212; bench/results/eval-*-s7.md). A unit that leans on
+the sentence before it ("Note that this…", "However, …") comes with that sentence or not at all
+(``compose_context.py``), within the same ``max_sentences``.
 
 Rendering keeps the source's bytes: a sentence is its source text with whitespace across line
 breaks folded to one space; a block keeps every line (code without a fence in the source, as
@@ -41,8 +43,9 @@ from ..citations.markers import markers_in
 from ..textutil import Span, content_terms, normalize_ws, sentence_spans
 from ..types import Chunk, Evidence
 from .base import Synthesis, SynthesisJob, word_pieces
-from .compose_rules import adjust, intent_of, is_meta, leans_back, says_what_to_do, starts_mid_sentence
-from .compose_units import Block, Unit, units_of
+from .compose_context import Antecedents
+from .compose_rules import adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
+from .compose_units import Block, Picked, Unit, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
 # what an abstention says, by where the answer was to come from
@@ -54,14 +57,6 @@ ABSTAIN_TEXTS = {
 _RELATIVE_KEEP = 0.65
 _DUPLICATE_COS = 0.9
 _MAX_TABLE_ROWS = 4  # a table on its own: its header and the rows that match best
-
-
-@dataclass(frozen=True)
-class Picked:
-    n: int
-    span: Span  # the quoted sentence (or table) in the chunk's text
-    score: float
-    unit: Unit | None = None  # what is quoted: the sentence and the block it brings
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ def candidates(evidence: Sequence[Evidence]) -> list[tuple[Evidence, Unit]]:
     block the text lost, or across a chunk boundary): quoted, it reads as a fragment."""
     out = []
     for e in evidence:
-        names = _names(e.chunk)
+        names = source_names(e.chunk)
         out += [(e, u) for u in units_of(e.chunk) if _usable(u) and not starts_mid_sentence(u, names)]
     return out
 
@@ -137,10 +132,29 @@ class ExtractiveComposer:
         best = ranked[0]
         selected = {e.n for e in evidence if e.origin == "selection"}
         best_selection = max((p.score for p in scored if p.n in selected), default=None)
-        chosen: list[Picked] = [best]
+        follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
+        context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
+        chosen = self._choose(ranked, evidence, context)
+        # the best unit that stands alone first, the rest in reading order (evidence number, then
+        # position); for a how-to question the instructions and commands before the explanations;
+        # a unit that leans on the one before it follows that one (compose_context.py)
+        howto = intent_of(question).howto
+        lead = next((p for p in chosen if not context.leans(p)), chosen[0])
+        rest = sorted((p for p in chosen if p is not lead),
+                      key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
+        ordered = context.grouped(lead, rest)
+        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
+
+    def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents) -> list[Picked]:
+        """The best units within ``_RELATIVE_KEEP`` of the best, up to ``max_sentences``: from
+        at most ``max_docs`` pages, no near duplicates, each with the units it leans on. When
+        no unit can be quoted that way (the best leans on a sentence the chunk does not hold,
+        and nothing else is close), the best unit that can, however far below the best."""
+        best = ranked[0]
         page = {e.n: None if e.origin == "selection" else e.chunk.path for e in evidence}
-        pages = {page[best.n]} - {None}
-        for p in ranked[1:]:
+        chosen: list[Picked] = []
+        pages: set[str] = set()
+        for p in ranked:
             if len(chosen) >= self.max_sentences or p.score < _RELATIVE_KEEP * best.score:
                 break
             if page[p.n] is not None and page[p.n] not in pages and 0 < self.max_docs <= len(pages):
@@ -148,20 +162,21 @@ class ExtractiveComposer:
             v = self._vecs[id(p)]
             if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
                 continue
-            chosen.append(p)
+            before = context.needs(p, chosen)
+            if before is None or len(chosen) + len(before) + 1 > self.max_sentences:
+                continue  # a fragment without the sentence it leans on, or no room for that one
+            chosen += [*before, p]
             pages |= {page[p.n]} - {None}
-        # the best unit that stands alone first, the rest in reading order (evidence number, then
-        # position); for a how-to question the instructions and commands before the explanations
-        howto = intent_of(question).howto
-        names = {e.n: _names(e.chunk) for e in evidence}
-        lead = next((p for p in chosen if not (p.unit and leans_back(p.unit, names.get(p.n, frozenset())))), chosen[0])
-        rest = sorted((p for p in chosen if p is not lead),
-                      key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
-        ordered = [lead, *rest]
-        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
+        if chosen:
+            return chosen
+        for p in ranked:
+            before = context.needs(p, [])
+            if before is not None and len(before) < self.max_sentences:
+                return [*before, p]
+        return [best]
 
 
-def _names(chunk: Chunk) -> frozenset[str]:
+def source_names(chunk: Chunk) -> frozenset[str]:
     """Lowercase words that name things where the chunk comes from: its file name and headings."""
     return frozenset(re.findall(r"[a-z]+", " ".join([chunk.path.rsplit("/", 1)[-1], *chunk.section]).lower()))
 
