@@ -487,3 +487,33 @@ def test_antecedents_count_towards_the_sentence_budget(encoder) -> None:
 def assert_verbatim_units(out, text: str) -> None:
     for p in out.picked:
         assert normalize_ws(text[p.span.start : p.span.end]) == normalize_ws(p.span.text)
+
+
+def test_a_definition_keeps_its_term_on_a_line_of_its_own() -> None:
+    """An API or settings entry ("DEBUG", "before_request(f)", "-S[<keyid>]" + "--no-gpg-sign")
+    is rendered term first, then the definition: run into one line it read as a fragment
+    ("DEBUG Whether debug mode is enabled."). Wrapped prose is never taken for a term: a line
+    of several words, or one that starts mid-line."""
+    from ragcore.synthesis.compose_units import Picked, units_of
+    from ragcore.synthesis.extractive import render
+    from ragcore.textutil import Span
+    from ragcore.types import Chunk
+
+    text = ("DEBUG\nWhether debug mode is enabled. Do not enable it in production.\n\n"
+            "-S[<keyid>]\n--no-gpg-sign\nGPG-sign commits.\n\n"
+            "The application reads its configuration at start. Debug\nmode reloads the code.\n\n"
+            "- git log and friends look at the\n  encoding header of a commit. You can set the encoding.\n")
+    chunk = Chunk(chunk_id="c", text=text, path="config.html", doc_hash="h", kind="html", start_line=1, end_line=12,
+                  section=("Configuration",))
+    units = {u.sentence: u for u in units_of(chunk)}
+    terms = {s: s[: u.term] for s, u in units.items() if u.term}
+    assert terms == {"DEBUG Whether debug mode is enabled.": "DEBUG",
+                     "-S[<keyid>] --no-gpg-sign GPG-sign commits.": "-S[<keyid>] --no-gpg-sign"}, terms
+    picked = [Picked(1, Span(u.start, u.end, s), 1.0, u) for s, u in units.items()
+              if s.startswith(("DEBUG", "-S", "Debug", "The application"))]
+    out = render(picked)
+    assert "DEBUG\nWhether debug mode is enabled. [1]" in out, out
+    assert "-S[<keyid>] --no-gpg-sign\nGPG-sign commits. [1]" in out, out
+    assert "Debug mode reloads the code. [1]" in out, out  # prose: folded, no term
+    for u in units.values():  # whitespace aside, every unit is its source
+        assert normalize_ws(text[u.start : u.end]) == u.sentence

@@ -164,3 +164,38 @@ def test_unreadable_folder_is_reported_and_the_rest_taken(tmp_path: Path) -> Non
         (root / "locked").chmod(0o700)
     assert set(taken) == {"a.md"}
     assert refused == {"locked": "folder could not be read: permission denied"}
+
+
+SPHINX_BUILD = {
+    "index.html": "<h1>Docs</h1><p>Welcome.</p>",
+    "quickstart.html": "<h1>Quickstart</h1><p>Run the app.</p>",
+    "patterns/forms.html": "<h1>Forms</h1><p>Read the form.</p>",
+    "_sources/index.rst.txt": "Docs\n====\n\nWelcome.\n",
+    "_sources/patterns/forms.rst.txt": "Forms\n=====\n\nRead the form.\n",
+    "_static/doctools.js": "var Documentation = {};\n",
+    "searchindex.js": "Search.setIndex({docnames:[]})\n",
+    "search.html": "<h1>Search</h1>",
+    "genindex.html": "<h1>Index</h1><p>F</p>",
+    "genindex-A.html": "<h1>Index – A</h1>",
+    "py-modindex.html": "<h1>Python Module Index</h1>",
+    "objects.inv": "# Sphinx inventory\n",
+}
+
+
+def test_a_sphinx_builds_generated_files_are_skipped_and_its_pages_kept(tmp_path: Path) -> None:
+    """_sources/ copies every page's source (each page found twice, cited by its source),
+    _static/ holds the theme's scripts, and the indexes and search page only list links."""
+    taken, refused = _found(write_corpus(tmp_path / "html", SPHINX_BUILD))
+    assert sorted(taken) == ["index.html", "patterns/forms.html", "quickstart.html"] and not refused, (taken, refused)
+
+
+def test_the_same_names_outside_a_sphinx_build_are_ingested(tmp_path: Path) -> None:
+    """Without searchindex.js or objects.inv the folder is not a Sphinx build: a project's own
+    search.html or _static/app.js are its documents; and a _sources folder given as the root is
+    read as it is."""
+    files = {k: v for k, v in SPHINX_BUILD.items() if k not in ("searchindex.js", "objects.inv")}
+    taken, _ = _found(write_corpus(tmp_path / "site", files))
+    assert {"search.html", "genindex.html", "_static/doctools.js", "_sources/index.rst.txt"} <= set(taken), sorted(taken)
+    build = write_corpus(tmp_path / "html", SPHINX_BUILD)
+    taken, _ = _found(build / "_sources")
+    assert sorted(taken) == ["index.rst.txt", "patterns/forms.rst.txt"], sorted(taken)

@@ -110,8 +110,9 @@ def _named_file(path: Path, root: Path) -> Iterator[SourceFile]:
 def _walk(top: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFile]:
     """Files under ``top``, depth first, with an explicit stack (no recursion limit).
 
-    Hidden entries and VCS/virtualenv/cache folders are skipped silently; a folder reached
-    twice (bind mounts) is walked once.
+    Hidden entries, VCS/virtualenv/cache folders and what a Sphinx HTML build generates beside
+    its pages (``sphinx_generated``) are skipped silently; a folder reached twice (bind mounts)
+    is walked once.
     """
     stack = [top]
     walked: set[tuple[int, int]] = set()
@@ -129,8 +130,9 @@ def _walk(top: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFil
             yield SourceFile(rel=_rel(folder, root), problem=reason, keep=True)
             continue
         subfolders: list[Path] = []
+        generated = sphinx_generated([e.name for e in entries])
         for entry in entries:
-            if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+            if entry.name.startswith(".") or entry.name in SKIP_DIRS or entry.name in generated:
                 continue
             for item in _classify(entry, root, inside):
                 if isinstance(item, Path):
@@ -138,6 +140,23 @@ def _walk(top: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFil
                 else:
                     yield item
         stack.extend(reversed(subfolders))
+
+
+# What Sphinx writes next to the pages of an HTML build: copies of every page's source
+# (_sources/page.rst.txt, markup and all, so each page would be found twice and cited by its
+# source), the theme's scripts (_static/jquery.js…), the search index, and pages that only list
+# links (the general and module indexes, the search page). A folder is a build's root when it
+# holds Sphinx's search index or object inventory.
+_SPHINX_ROOT_MARKERS = ("searchindex.js", "objects.inv")
+_SPHINX_GENERATED = re.compile(r"_sources|_static|searchindex\.js|search\.html|genindex(?:-[^/]*)?\.html|py-modindex\.html")
+
+
+def sphinx_generated(names: Sequence[str]) -> frozenset[str]:
+    """The entries of one folder that a Sphinx HTML build generated beside its pages (none
+    unless the folder is a build's root): ingest skips them, as it skips ``.git``."""
+    if not any(m in names for m in _SPHINX_ROOT_MARKERS):
+        return frozenset()
+    return frozenset(n for n in names if _SPHINX_GENERATED.fullmatch(n))
 
 
 def _classify(entry: os.DirEntry, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFile | Path]:

@@ -55,6 +55,7 @@ class Unit:
     sentence: str  # the sentence's source text, line breaks folded; "" for a table on its own
     block: Block | None = None
     item: bool = False  # a sentence of a list item
+    term: int = 0  # a definition's term opens the sentence: its first ``term`` characters
 
     @property
     def plain(self) -> str:
@@ -104,10 +105,35 @@ def _sentence_unit(text: str, sp: Span, blocks: list[Block], *, first: bool, sec
     if first and sentence[:1].islower() and not item:
         return None  # the chunk starts inside a sentence
     start = begin + (len(text[begin : sp.end]) - len(raw))
+    term = _term_length(raw) if begin == 0 or text[begin - 1] == "\n" else 0
     if not _INTRO.search(sentence):
-        return Unit(start, sp.end, sentence, None, item)
+        return Unit(start, sp.end, sentence, None, item, term)
     block = _block_after(text, sp.end, blocks)
-    return Unit(start, sp.end, sentence, block, item) if block is not None else None
+    return Unit(start, sp.end, sentence, block, item, term) if block is not None else None
+
+
+_TERM_CHARS = re.compile(r"[()\[\]<>=]")
+
+
+def _term_length(raw: str) -> int:
+    """How many characters of the folded sentence are a definition's term: the lines it opens on
+    that read as names, as an HTML ``<dt>`` or an API entry leaves them ("DEBUG",
+    "register_blueprint(blueprint, **options)", "-S[<keyid>]" then "--gpg-sign[=<keyid>]"), with
+    the definition from a later line on. A line of wrapped prose is not a term: it has several
+    words and no signature's brackets, or it ends a sentence. 0 when there is none."""
+    lines = raw.split("\n")
+    n = 0
+    while n < len(lines) - 1 and _is_term_line(lines[n].strip()):
+        n += 1
+    if n == 0 or not "".join(lines[n:]).strip():
+        return 0
+    return len(fold("\n".join(lines[:n])))
+
+
+def _is_term_line(line: str) -> bool:
+    if not line or len(line) > MAX_TERM_CHARS or _WHOLE.search(line):
+        return False
+    return " " not in line or bool(_TERM_CHARS.search(line))
 
 
 MAX_TERM_CHARS = 80  # a definition list's term ("http.maxRequests", "-F <file>, --file=<file>")

@@ -25,6 +25,9 @@ Rendering keeps the source's bytes: a sentence is its source text with whitespac
 breaks folded to one space; a block keeps every line (code without a fence in the source, as
 HTML ``<pre>`` or a reST literal block, gets a bare ```` ``` ```` fence around its lines). The
 ``[n]`` marker follows the sentence, and the block it brings (each list item carries its own).
+A definition quoted from its term on ("DEBUG", "before_request(f)", "-F <file>" above the
+text that defines it) keeps the term on a line of its own and is a paragraph of its own: run
+into one line, "DEBUG Whether debug mode is enabled." read as a fragment.
 Whether to answer at all is the engine's call (``answerability.py``); the composer abstains
 only when the evidence has nothing it can quote. Deterministic: same evidence, same answer.
 """
@@ -56,6 +59,7 @@ ABSTAIN_TEXTS = {
 }
 _RELATIVE_KEEP = 0.65
 _DUPLICATE_COS = 0.9
+_QUESTION_END = re.compile(r"""\?["'”’)\]]*$""")
 _MAX_TABLE_ROWS = 4  # a table on its own: its header and the rows that match best
 
 
@@ -73,6 +77,8 @@ def _usable(unit: Unit) -> bool:
         return False  # instruction-like text is never quoted as an answer
     if markers_in(unit.sentence):
         return False  # "markers such as [1] and [2]": quoted, its brackets would read as citations
+    if _QUESTION_END.search(unit.sentence):
+        return False  # "So how do you register that blueprint?" asks; it answers nothing
     if unit.sentence:
         words = unit.sentence.split()
         letters = sum(ch.isalpha() for ch in unit.sentence)
@@ -209,23 +215,36 @@ def _trimmed(unit: Unit, q_terms: set[str]) -> Unit:
 
 
 def render(picked: Sequence[Picked]) -> str:
-    """The answer's Markdown: prose units run on in one paragraph; a unit with a block ends it."""
+    """The answer's Markdown: prose units run on in one paragraph; a unit with a block ends it,
+    and a definition (a unit that opens on its term) is a paragraph of its own."""
     out: list[str] = []
     para: list[str] = []
-    for p in picked:
-        u = p.unit
-        if u is None or u.block is None:
-            para.append(_marked(p.span.text, p.n))
-            continue
-        if u.sentence:
-            para.append(_marked(u.sentence, p.n))
+
+    def flush() -> None:
         if para:
             out.append(" ".join(para))
-            para = []
-        out.append(_block_text(u.block, p.n))
-    if para:
-        out.append(" ".join(para))
+            para.clear()
+
+    for p in picked:
+        u = p.unit
+        if u is not None and u.term:
+            flush()
+            para.append(_with_term(u.sentence, u.term, p.n))
+        elif u is None or u.block is None:
+            para.append(_marked(p.span.text, p.n))
+        elif u.sentence:
+            para.append(_marked(u.sentence, p.n))
+        if u is not None and (u.term or u.block is not None):
+            flush()
+            if u.block is not None:
+                out.append(_block_text(u.block, p.n))
+    flush()
     return "\n\n".join(out)
+
+
+def _with_term(sentence: str, term: int, n: int) -> str:
+    """A definition quoted from its term on: the term, a line break, the definition marked."""
+    return f"{sentence[:term]}\n{_marked(sentence[term:].lstrip(), n)}"
 
 
 def _marked(text: str, n: int) -> str:
