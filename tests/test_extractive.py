@@ -502,7 +502,9 @@ def test_a_definition_keeps_its_term_on_a_line_of_its_own() -> None:
     text = ("DEBUG\nWhether debug mode is enabled. Do not enable it in production.\n\n"
             "-S[<keyid>]\n--no-gpg-sign\nGPG-sign commits.\n\n"
             "The application reads its configuration at start. Debug\nmode reloads the code.\n\n"
-            "- git log and friends look at the\n  encoding header of a commit. You can set the encoding.\n")
+            "- git log and friends look at the\n  encoding header of a commit. You can set the encoding.\n\n"
+            "Flask provides test_cli_runner() to create a\nFlaskCliRunner, which runs CLI commands.\n\n"
+            "Fixed a bug that prevented FLASK_APP=foobar/__init__.py from\nworking.\n")
     chunk = Chunk(chunk_id="c", text=text, path="config.html", doc_hash="h", kind="html", start_line=1, end_line=12,
                   section=("Configuration",))
     units = {u.sentence: u for u in units_of(chunk)}

@@ -112,15 +112,15 @@ def _sentence_unit(text: str, sp: Span, blocks: list[Block], *, first: bool, sec
     return Unit(start, sp.end, sentence, block, item, term) if block is not None else None
 
 
-_TERM_CHARS = re.compile(r"[()\[\]<>=]")
+_PROSE_RUN = re.compile(r"(?:^|\s)[A-Za-z][a-z]*,? [a-z]+,? [a-z]+(?:\s|$)")  # three plain words in a row
 
 
 def _term_length(raw: str) -> int:
     """How many characters of the folded sentence are a definition's term: the lines it opens on
     that read as names, as an HTML ``<dt>`` or an API entry leaves them ("DEBUG",
     "register_blueprint(blueprint, **options)", "-S[<keyid>]" then "--gpg-sign[=<keyid>]"), with
-    the definition from a later line on. A line of wrapped prose is not a term: it has several
-    words and no signature's brackets, or it ends a sentence. 0 when there is none."""
+    the definition from a later line on. A line of wrapped prose is not a term (``_is_term_line``).
+    0 when there is none."""
     lines = raw.split("\n")
     n = 0
     while n < len(lines) - 1 and _is_term_line(lines[n].strip()):
@@ -131,9 +131,12 @@ def _term_length(raw: str) -> int:
 
 
 def _is_term_line(line: str) -> bool:
+    """One token ("DEBUG", "--no-gpg-sign"), or a signature: it ends on a closing bracket and
+    has no run of plain words ("register_blueprint(blueprint, **options)", "-F <file>"; not
+    "Flask provides test_cli_runner() to create a", nor "the setting (see below)")."""
     if not line or len(line) > MAX_TERM_CHARS or _WHOLE.search(line):
         return False
-    return " " not in line or bool(_TERM_CHARS.search(line))
+    return " " not in line or (line[-1] in ")]>" and not _PROSE_RUN.search(line))
 
 
 MAX_TERM_CHARS = 80  # a definition list's term ("http.maxRequests", "-F <file>, --file=<file>")
