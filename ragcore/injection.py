@@ -21,7 +21,8 @@ _PATTERNS = [
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|all|any|your|the system)\b[^.\n]{0,30}\b(?:instructions?|prompts?|rules?|directions?|guidelines?)",
     r"\byou are now (?:an?|the|in|no longer)\b|\bfrom now on,? (?:you|answer|respond|reply)\b|\bact as (?:an?|the|my) (?:ai|assistant|chatbot|model|system|jailbroken|unrestricted)\b",
     r"\b(?:new|updated|real|actual) (?:system )?instructions?\s*:",
-    r"\b(?:reveal|print|show|repeat|output)\b[^.\n]{0,30}\b(?:system prompt|your instructions|the prompt|api key|secret)",
+    # a verb then a space: "print(secrets.token_hex())" in a page of code is a call, not a request
+    r"\b(?:reveal|print|show|repeat|output)\s[^.\n]{0,30}\b(?:system prompt|your instructions|the prompt|api key|secret)\b",
     r"\b(?:answer|respond|reply) (?:to )?(?:every|all|each|any) (?:question|query|user)s?\b[^.\n]{0,20}\bwith\b",
     r"\b(?:do not|don't|never) (?:cite|mention|reveal|tell)\b[^.\n]{0,40}\b(?:sources?|evidence|user|citations?)",
     r"(?im)^\s*(?:system|assistant)\s*:\s*(?:you\b|ignore\b|disregard\b|from now\b|always\b|never\b|new instructions\b|reveal\b|answer\b)",
