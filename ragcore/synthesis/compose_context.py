@@ -7,7 +7,8 @@ fragments, or say something false ("this" now points at the wrong thing). Measur
 rule (``python -m ragcore.eval.fragments``) on the two test sets' 156 questions: 30 of 244
 quoted Django units and 17 of 305 Git units leaned back without their antecedent right before
 them in the answer; after it, none of 241 and 308. Answer metrics stayed level (citation
-precision 0.596 → 0.592 and 0.370 → 0.364, token F1 0.189 → 0.188 and 0.212 → 0.210).
+precision 0.596 → 0.592 and 0.370 → 0.364, token F1 0.189 → 0.188 and 0.212 → 0.210; with
+questions no longer quoted, 0.600 on Django: bench/results/eval-*-s8.md).
 
 So the composer takes a leaning unit only together with its *antecedent*: the quotable unit
 right before it in the same chunk, with nothing but whitespace between (a heading, a block the
