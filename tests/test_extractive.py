@@ -519,3 +519,24 @@ def test_a_definition_keeps_its_term_on_a_line_of_its_own() -> None:
     assert "Debug mode reloads the code. [1]" in out, out  # prose: folded, no term
     for u in units.values():  # whitespace aside, every unit is its source
         assert normalize_ws(text[u.start : u.end]) == u.sentence
+
+
+def test_a_two_column_tables_description_is_quoted_with_its_name() -> None:
+    """Sphinx writes each <td><p> of a name/description table as a paragraph: the description
+    is quoted with the name above it ("loop.previtem" / "The item from the previous…"). An
+    admonition's title ("Note"), a heading and a line of code are not names."""
+    from ragcore.synthesis.compose_units import units_of
+    from ragcore.types import Chunk
+
+    text = ("loop.previtem\n\nThe item from the previous iteration of the loop.\n\n"
+            "Note\n\nDjango is, and will continue to be, a database-agnostic web framework.\n\n"
+            "For loops\n\nA for loop iterates over each item in a sequence.\n\n"
+            "Entry.objects.filter(id__gt=4)\n\nThat query returns every entry after the fourth.\n")
+    chunk = Chunk(chunk_id="c", text=text, path="templates.html", doc_hash="h", kind="html", start_line=1, end_line=15,
+                  section=("Templates", "For loops"))
+    units = {u.sentence: u for u in units_of(chunk)}
+    named = units["loop.previtem The item from the previous iteration of the loop."]
+    assert named.term == len("loop.previtem") and normalize_ws(text[named.start : named.end]) == named.sentence
+    for plain in ("Django is, and will continue to be, a database-agnostic web framework.",
+                  "A for loop iterates over each item in a sequence.", "That query returns every entry after the fourth."):
+        assert plain in units and not units[plain].term, sorted(units)

@@ -15,7 +15,10 @@ A chunk's text is read as the document's structure, not as a bag of sentences:
   quote), and the chunk's first sentence must not start mid-sentence (lower case);
 * a sentence of a definition below its term (a ``<dl>`` entry as the HTML loader writes it: the
   term on a bullet line, the definition indented under it) is quoted from the term on, so it
-  says what it defines;
+  says what it defines; so is the first sentence after a one-paragraph name in HTML (a
+  name/description table's row, which Sphinx writes as two paragraphs). A unit that opens on a
+  term ("DEBUG", "-F <file>", "before_request(f)") records the term's length, and the answer
+  shows the term on a line of its own;
 * a table row is never prose: a table is quoted only as a table (its header, the delimiter
   row and the rows that matter), and a sentence holding `` | `` cell separators is not quoted.
 
@@ -86,15 +89,19 @@ def units_of(chunk: Chunk) -> list[Unit]:
     for i, sp in enumerate(spans):
         if sp.heading or sp.block or _inside(sp, blocks, text):
             continue
-        unit = _sentence_unit(text, sp, blocks, first=i == 0, section=chunk.section)
+        unit = _sentence_unit(text, sp, blocks, first=i == 0, section=chunk.section, html=chunk.kind == "html")
         if unit is not None:
             out.append(unit)
     out.extend(Unit(b.start, b.end, "", b) for b in blocks if b.kind == "table")
     return out
 
 
-def _sentence_unit(text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...]) -> Unit | None:
+def _sentence_unit(
+    text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...], html: bool = False,
+) -> Unit | None:
     head = _term_of(text, sp, blocks)
+    if head is None and html:
+        head = _cell_term_of(text, sp, blocks, section)
     begin = sp.start if head is None else head
     raw = text[begin : sp.end]
     item = bool(_BULLET.match(raw))
@@ -160,6 +167,29 @@ def _term_of(text: str, sp: Span, blocks: list[Block]) -> int | None:
             return None  # the item's first sentence, or an item that opens on a sentence, or too long
         return a
     return None
+
+
+# a name, not a word: dotted, underscored, a call or signature, an option, camelCase or ALL_CAPS
+_NAME_LIKE = re.compile(r"^[A-Za-z_][\w.]*(?:[._]\w|\()|^--?\w|^[a-z]+[A-Z]|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$|^(?:class|classmethod|staticmethod|exception|property|async) \w")
+_CELL_TERM = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*([^\n]+?)[ \t]*\n[ \t]*\n[ \t]*$")  # a one-line paragraph, then a blank line
+
+
+def _cell_term_of(text: str, sp: Span, blocks: list[Block], section: tuple[str, ...]) -> int | None:
+    """For the first sentence of a paragraph right after a one-line paragraph that reads as a
+    term, the term's offset: a two-column HTML table of names and what they are (Sphinx writes
+    each ``<td><p>`` as a paragraph: "loop.previtem", then "The item from the previous iteration
+    of the loop."). Quoted without it, the sentence does not say what it describes. A heading
+    (a name of the chunk's sections), an admonition's title ("Note", "Warning": a plain word) and
+    a line of code are not terms: a term here must look like a name of code or a setting."""
+    m = _CELL_TERM.search(text, max(0, sp.start - MAX_TERM_CHARS - 8), sp.start)
+    if m is None or m.end() != sp.start:
+        return None  # no one-line paragraph right before
+    if any(b.start <= m.start(1) < b.end for b in blocks):
+        return None  # code: most often an example the sentence after it talks about, not a name
+    term = m.group(1)
+    if term in section or not _is_term_line(term) or not _NAME_LIKE.search(term) or sp.end - m.start(1) > MAX_ENTRY_CHARS:
+        return None
+    return m.start(1)
 
 
 def _block_after(text: str, pos: int, blocks: list[Block]) -> Block | None:
