@@ -340,7 +340,11 @@ def test_the_answer_opens_on_a_sentence_that_stands_alone(guide_engine: Engine) 
                         ("Same as for login_required().", True), ("However, the default is kept.", True),
                         ("Set AUTH_USER_MODEL to your model.", False), ("Themes change the colours.", False),
                         ("Its default is 0.", True), ("Usually the default is kept.", False),
-                        ("creates a new tag foo, leaving HEAD detached.", True), ("login_required() takes a url.", False)):
+                        ("creates a new tag foo, leaving HEAD detached.", True), ("login_required() takes a url.", False),
+                        ("Note that this is different than null.", True), ("What this means is that it is signed.", True),
+                        ("When set to False, the field is optional.", True), ("The reason for this is caching.", True),
+                        ("Has four optional arguments:", True), ("What is a session?", False),
+                        ("If the form is bound, it validates.", False)):
         assert leans_back(Unit(0, len(text), text)) is leans, text
     # a lowercase word that names where the sentence comes from is a name, not a sentence's rest
     git = "git revert records new commits that reverse the effect of earlier ones."

@@ -49,7 +49,7 @@ _LEANS_BACK = re.compile(
     r"|^\S+(?: \S+){0,3} also\b"
     # "Note that this…", "What this means…", "When set to False, …", and a verb whose subject is
     # the term or heading above it ("Has four optional arguments…", "Defaults to True."); "Returns…" reads as a description
-    r"|^(?:note that|what) (?:this|these|that|those|it|they)\b"
+    r"|^(?:note that|what|the reason for) (?:this|these|that|those|it|they)\b"
     r"|^(?:when|if|once|unless) (?:set|called|used|enabled|disabled|given|passed|provided|specified|omitted)\b"
     r"|^(?:has|takes|accepts|defaults)\b", re.I,
 )
