@@ -26,8 +26,7 @@ class FragmentCount:
 
 def count(engine: Any, collection: str, dataset: EvalDataset, settings: RagcoreSettings) -> FragmentCount:
     from ..citations import evidence_from_candidates
-    from ..synthesis.compose_context import end_of
-    from ..synthesis.compose_rules import leans_back
+    from ..synthesis.compose_context import Antecedents
     from ..synthesis.extractive import ExtractiveComposer, source_names
 
     composer = ExtractiveComposer(engine.encoder, max_sentences=settings.max_answer_sentences, max_docs=settings.answer_docs)
@@ -40,14 +39,14 @@ def count(engine: Any, collection: str, dataset: EvalDataset, settings: RagcoreS
         if out.status != "ok":
             continue
         answers += 1
-        texts = {e.n: e.chunk.text for e in evidence}
-        names = {e.n: source_names(e.chunk) for e in evidence}
+        # over the answer's own units, "the unit right before it" is the antecedent it quotes, if any
+        quoted = Antecedents(out.picked, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence})
         prev = None
         for p in out.picked:
             units += 1
-            if p.unit is not None and leans_back(p.unit, names[p.n]):
+            if quoted.leans(p):
                 leaning += 1
-                if prev is None or prev.n != p.n or texts[p.n][end_of(prev) : p.span.start].strip():
+                if prev is None or quoted.before(p) is not prev:
                     orphans.append((q.id, p.span.text))
             prev = p
     return FragmentCount(answers, units, leaning, tuple(orphans))
