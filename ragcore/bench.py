@@ -534,7 +534,7 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     ba.add_argument("--repeats", type=int, default=2)
     ba.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     ba.set_defaults(func=_cmd_answer)
-    bw = bsub.add_parser("writes", help="points/s into embedded Qdrant, SQLite's rollback journal vs the write-ahead log")
+    bw = bsub.add_parser("writes", help="points/s into the embedded store of record: local mode (two SQLite journals) and Qdrant Edge")
     bw.add_argument("--collection", default="django", help="collection whose chunks are copied")
     bw.add_argument("--size", type=int, default=10_000, help="points in the collection written into")
     bw.add_argument("--batch", type=int, default=1_000, help="chunks per timed write")

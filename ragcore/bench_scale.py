@@ -7,7 +7,7 @@ and BM25), peak RSS and disk size. Engines:
 - ``qdrant-local``: today's path, qdrant-client local mode written through ``Store.write_chunks``
   and searched by the in-process ``SearchIndex``.
 - ``edge-exact`` / ``edge-hnsw``: Qdrant's own engine in process (``qdrant-edge-py``, the optional
-  extra ``scale``); two branch queries fused here, since its prefetch + RRF returns only the fused score.
+  core dependency); two branch queries fused here, since its prefetch + RRF returns only the fused score.
 - ``numpy-mmap``: a persisted index (float32 dense matrix and BM25 postings, memory-mapped; exact).
 - ``ragcore-snapshot``: ragcore's own query snapshot (``snapshot.py``, format 2) searched by
   ``SearchIndex`` + ``retrieval.pools.local_pool``: exact below ``dense_codes.APPROX_MIN`` chunks, a
@@ -163,11 +163,13 @@ def progress(done: int, t0: float) -> None:
     print(f"progress {done} {time.perf_counter() - t0:.2f}", file=sys.stderr, flush=True)
 
 
-def local_write(data: DataSet, store_dir: Path) -> dict[str, Any]:
+def local_write(data: DataSet, store_dir: Path, engine: str = "local") -> dict[str, Any]:
+    """``engine="edge"`` is the embedded default's write: the same Store calls into Qdrant Edge,
+    then ``write_meta`` publishes the query snapshot (read back by ``store_snapshot_open``)."""
     from .store import Store
 
     t0 = time.perf_counter()
-    store = Store(RagcoreSettings(data_dir=store_dir))
+    store = Store(RagcoreSettings(data_dir=store_dir, embedded_engine=engine))
     # one write session, as an ingest holds: outside one, each write would open embedded Qdrant
     # again (loading every point written so far) and close it (the first runs measured that)
     with store.session():
@@ -187,7 +189,7 @@ def local_open(store_dir: Path) -> Any:
     from .search_index import SearchIndex
     from .store import Store
 
-    store = Store(RagcoreSettings(data_dir=store_dir))
+    store = Store(RagcoreSettings(data_dir=store_dir, embedded_engine="local"))
     return store, SearchIndex(store.load(COLLECTION))
 
 
@@ -362,6 +364,11 @@ def snapshot_open(store_dir: Path) -> Any:
     return None, SearchIndex.from_snapshot(files.data(files.manifest(COLLECTION)))
 
 
+def store_snapshot_open(store_dir: Path) -> Any:
+    """The snapshot a Store published under its data folder, opened as ``ragcore ask`` opens it."""
+    return snapshot_open(store_dir / "snapshots")
+
+
 # ------------------------------------------------------------------ the engines
 
 
@@ -393,6 +400,11 @@ ENGINES: dict[str, EngineSpec] = {
     "numpy-mmap": EngineSpec(
         "numpy-mmap", "(c) persisted numpy index: memory-mapped float32 matrix + BM25 postings, exact",
         numpy_write, numpy_open, numpy_pool),
+    "ragcore-edge": EngineSpec(
+        "ragcore-edge", "(b') the embedded default: `Store.write_chunks` into Qdrant Edge, the store of record "
+        "(`edge_client.py`), then `write_meta` publishes the query snapshot (the write column includes it); "
+        "queries as `ragcore-snapshot`", lambda d, p: local_write(d, p, engine="edge"), store_snapshot_open,
+        local_pool, needs="qdrant_edge"),
     "ragcore-snapshot": EngineSpec(
         "ragcore-snapshot", "(c) ragcore's query snapshot, format 2 (`snapshot.py`: every file memory-mapped, "
         "chunks decoded per row, BM25 summed from the query terms' postings; from 200,000 chunks the dense branch "
@@ -918,7 +930,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown engine(s) {unknown}; choose from {list(ENGINES)}")
     missing = [e for e in engines if e not in available_engines()]
     if missing:
-        print(f"not installed, skipped: {missing} (pip install -e '.[scale]')", file=sys.stderr)
+        print(f"not installed, skipped: {missing} (pip install -e .)", file=sys.stderr)
     limits = RunLimits(rss_mb=args.rss_limit_gb * 1024, stop_at=_stop_epoch(args.stop_at), repeats=args.repeats,
                        phase_timeout_s=args.phase_timeout_min * 60, blas_threads=args.blas_threads or None)
     command = "ragcore bench scale " + " ".join(sys.argv[sys.argv.index("scale") + 1 :]) if "scale" in sys.argv else "ragcore bench scale"

@@ -50,7 +50,7 @@ def rename_collection(engine: Engine, old: str, new: str) -> int:
     with store.session():
         store.ensure_collection(new)  # validates the name and creates the schema
         try:
-            moved = _copy_points(engine, old, new)
+            moved = store.copy_points(old, new, COPY_BATCH)
             if moved != store.count(old):
                 raise AdminError(f"Copying {old!r} to {new!r} moved {moved} of {store.count(old)} points; nothing was changed.")
             meta = {k: v for k, v in store.read_meta(old).items() if k != "name"}
@@ -61,21 +61,6 @@ def rename_collection(engine: Engine, old: str, new: str) -> int:
         engine.drop(old)
     engine.retriever.invalidate(new)
     return moved
-
-
-def _copy_points(engine: Engine, old: str, new: str) -> int:
-    from qdrant_client import models as qm
-
-    client = engine.store.client  # inside rename_collection's session
-    offset: Any = None
-    moved = 0
-    while True:
-        points, offset = client.scroll(old, limit=COPY_BATCH, offset=offset, with_payload=True, with_vectors=True)
-        if points:
-            client.upsert(new, [qm.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in points], wait=True)
-            moved += len(points)
-        if offset is None:
-            return moved
 
 
 # --------------------------------------------------------------------------- one document

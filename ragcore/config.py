@@ -28,6 +28,7 @@ RetrievalMode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "weighted"]
 UnsupportedPolicy = Literal["annotate", "extractive"]
 LlmApi = Literal["chat", "responses"]
+EmbeddedEngine = Literal["edge", "local"]
 
 ENV_PREFIX = "RAGCORE_"
 LLM_ENV_PREFIX = "RAGCORE_LLM_"
@@ -297,6 +298,8 @@ class RagcoreSettings:
     qdrant_api_key: str | None = _setting(None, "str", optional=True, secret=True)
     collection: str = _setting("guide", "str")
     snapshots: bool = _setting(True, "bool")  # queries read <data dir>/snapshots, not embedded Qdrant (snapshot.py)
+    # the embedded store of record: Qdrant's engine in process (edge_client.py) or qdrant-client's local mode
+    embedded_engine: EmbeddedEngine = _choice("edge", EmbeddedEngine)
 
     # ingestion
     chunk_size: int = _setting(180, "int", ge=1)  # words per chunk (MiniLM reads at most 256 word pieces)
@@ -381,7 +384,18 @@ class RagcoreSettings:
 
     @property
     def qdrant_path(self) -> Path:
+        """qdrant-client's local-mode folder (``embedded_engine="local"``, and what older versions wrote)."""
         return Path(self.data_dir) / "qdrant"
+
+    @property
+    def edge_path(self) -> Path:
+        """Qdrant Edge's folder, one shard per collection (``embedded_engine="edge"``)."""
+        return Path(self.data_dir) / "qdrant-edge"
+
+    @property
+    def store_path(self) -> Path:
+        """The embedded store of record's folder, for the engine in use."""
+        return self.edge_path if self.embedded_engine == "edge" else self.qdrant_path
 
     @property
     def notebooks_dir(self) -> Path:

@@ -57,6 +57,17 @@ class Engine:
         self._topics: dict[str, tuple[str, TopicIndex]] = {}
         self._topics_lock = threading.Lock()
 
+    def vector_store(self, collection: str | None = None):
+        """The collection as a LlamaIndex vector store: ``SnapshotVectorStore`` on the embedded store
+        (queries from its snapshot, writes to Qdrant Edge), LlamaIndex's ``QdrantVectorStore`` on a
+        Qdrant server or in local mode."""
+        name = collection or self.settings.collection
+        if self.store.is_edge:
+            from .snapshot_vector_store import SnapshotVectorStore
+
+            return SnapshotVectorStore(self.store, name)
+        return self.store.vector_store(name)
+
     def close(self) -> None:
         for gen in self._generators.values():
             getattr(gen, "close", lambda: None)()

@@ -144,8 +144,8 @@ def sparse_columns(rows: Sequence[tuple[Sequence[int], Sequence[float]]]) -> Spa
 
     lengths = np.fromiter((len(idx) for idx, _ in rows), dtype=np.int64, count=len(rows))
     indptr = np.concatenate(([0], np.cumsum(lengths)))
-    flat_terms = np.fromiter((t for idx, _ in rows for t in idx), dtype=np.int64, count=int(indptr[-1]))
-    values = np.fromiter((v for _, vals in rows for v in vals), dtype=np.float32, count=int(indptr[-1]))
+    flat_terms = np.concatenate([np.asarray(idx, np.int64) for idx, _ in rows] or [np.zeros(0, np.int64)])
+    values = np.concatenate([np.asarray(vals, np.float32) for _, vals in rows] or [np.zeros(0, np.float32)])
     terms, cols = np.unique(flat_terms, return_inverse=True)
     csr = sp.csr_matrix((values, cols.astype(np.int64), indptr), shape=(len(rows), max(len(terms), 1)))
     csc = csr.tocsc()

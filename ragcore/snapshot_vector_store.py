@@ -1,9 +1,10 @@
 """The embedded default's query engine as a LlamaIndex vector store.
 
-Questions on the embedded store are served from the collection's query snapshot
-(``snapshot.py``: memory-mapped vectors, BM25 columns, chunk payloads read per hit), not from
-Qdrant's local mode, which loads every point to open and lets one process in at a time.
-LlamaIndex has no vector store for that engine, so this is one: ::
+The embedded store of record is Qdrant's engine run in process (Qdrant Edge, ``edge_client.py``),
+which lets one process in at a time; questions are served from the collection's query snapshot
+(``snapshot.py``: memory-mapped vectors, BM25 columns, chunk payloads read per hit), which any
+number of processes read. LlamaIndex has no vector store for either, so this is one, and what
+``Store.vector_store`` returns on the embedded default: ::
 
     vs = SnapshotVectorStore(engine.store, "guide")
     index = VectorStoreIndex.from_vector_store(vs, embed_model=OnnxEmbedding(engine.encoder))
@@ -17,9 +18,9 @@ LlamaIndex has no vector store for that engine, so this is one: ::
   ``filters`` (``==``, ``!=``, ``in``, ``nin`` on chunk metadata, AND/OR) keep matching chunks
   among the best ``max(20 × top-k, 200)`` of each branch, so a filter that matches almost nothing
   may return fewer than top-k nodes.
-* **add** and **delete** write through the store of record (Qdrant, via LlamaIndex's
-  ``QdrantVectorStore``, as ingest writes); the next query reads the snapshot republished from it.
-  Nodes must carry their embeddings.
+* **add** and **delete** write through the store of record (``Store.write_chunks``, as ingest
+  writes: Edge points with the payload LlamaIndex's ``QdrantVectorStore`` writes); the next query
+  reads the snapshot republished from it. Nodes must carry their embeddings.
 
 On a Qdrant server (``RAGCORE_QDRANT_URL``) use ``Store.vector_store`` (``QdrantVectorStore``):
 the server searches, nothing is snapshotted.
@@ -74,7 +75,7 @@ FILTERED_POOL = 200  # a filtered query ranks among at least this many chunks of
 
 
 class SnapshotVectorStore(BasePydanticVectorStore):
-    """A collection of the embedded store: queries from its snapshot, writes to Qdrant."""
+    """A collection of the embedded store: queries from its snapshot, writes to the store of record."""
 
     stores_text: bool = True
     flat_metadata: bool = False

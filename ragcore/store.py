@@ -1,10 +1,13 @@
 """Qdrant: one collection per corpus, named vectors ``dense`` (384-d cosine) and ``sparse``
 (BM25 term weights, Qdrant's IDF modifier).
 
-Embedded on disk under ``settings.data_dir/qdrant`` by default; ``settings.qdrant_url`` switches
-to a server with no other change. Points are written through LlamaIndex's
-``QdrantVectorStore`` (so the same collection also works with a plain LlamaIndex
-``VectorStoreIndex``); reads go through the client.
+Embedded on disk by default, in Qdrant's own engine run in process (``edge_client.py``, under
+``settings.data_dir/qdrant-edge``; ``embedded_engine="local"`` keeps qdrant-client's local mode
+under ``qdrant/``, which holds every point in memory); ``settings.qdrant_url`` switches to a server
+with no other change. On a server and in local mode points are written through LlamaIndex's
+``QdrantVectorStore``; on Edge, which LlamaIndex has no vector store for, with the payload
+``QdrantVectorStore`` writes, so the same collection works with a plain LlamaIndex
+``VectorStoreIndex`` on a server, and ``SnapshotVectorStore`` is the embedded LlamaIndex store.
 
 A point's id is the UUID form of its chunk id (a hash of path + span + text), so writing the
 same chunk twice is idempotent: that is what makes an interrupted ingest safe to re-run.
@@ -34,6 +37,7 @@ import numpy as np
 from .config import RagcoreSettings
 from .embeddings import DIMENSION, MODEL_NAME
 from .sections import SectionRef, section_ref
+from .edge_client import EdgeBusy, EdgeClient, EdgePoint, collection_names as edge_collection_names
 from .local_storage import checkpoint, collection_stamp, use_write_ahead_log
 from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, Stamp, sparse_columns
 from .sparse import Bm25Encoder
@@ -101,7 +105,7 @@ class CollectionData:
 
     chunks: tuple[Chunk, ...]
     dense: np.ndarray  # (n, 384) float32, L2-normalised
-    sparse: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]
+    sparse: tuple[tuple[np.ndarray, np.ndarray], ...]  # per chunk: term ids (int64), BM25 weights (float32)
 
 
 def _create_collection(client: QdrantClient, name: str, **config: Any) -> None:
@@ -164,6 +168,7 @@ class Store:
         self._dirty: set[str] = set()  # collections written since their last snapshot
         self._rebuild_lock = threading.Lock()
         use = self.is_embedded and client is None and getattr(settings, "snapshots", True)
+        self.is_edge = self.is_embedded and client is None and settings.embedded_engine == "edge"
         self.snapshots = SnapshotFiles(Path(settings.data_dir) / "snapshots") if use else None
 
     # ------------------------------------------------------------------ connection
@@ -205,10 +210,17 @@ class Store:
                     self._client = None
                     self._owned = False
 
+    @property
+    def path(self) -> Path:
+        """The embedded store's folder (Edge's or local mode's)."""
+        return self.settings.store_path
+
     def _open(self) -> QdrantClient:
+        s = self.settings
+        if self.is_edge:
+            return self._open_edge()  # type: ignore[return-value]
         from qdrant_client import QdrantClient
 
-        s = self.settings
         if s.qdrant_url:
             return QdrantClient(url=s.qdrant_url, api_key=s.qdrant_api_key, timeout=30)
         path = s.qdrant_path
@@ -229,6 +241,26 @@ class Store:
             use_write_ahead_log(client)  # local mode commits per point: 3x the writes (local_storage.py)
             return client
 
+    def _open_edge(self) -> EdgeClient:
+        from .edge_migrate import migrate_local
+
+        path = self.settings.edge_path
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            wait_for_folder_lock(path, deadline)
+            try:
+                client = EdgeClient(path)
+            except EdgeBusy as exc:  # taken between the wait and the open: wait again
+                if time.monotonic() >= deadline:
+                    raise StoreError(_busy_message(path)) from exc
+                continue
+            try:
+                migrate_local(self.settings.qdrant_path, client)
+            except BaseException:
+                client.close()
+                raise
+            return client
+
     def close(self) -> None:
         with self._lock:
             if self._client is not None:
@@ -243,6 +275,8 @@ class Store:
     # ------------------------------------------------------------------ snapshots
 
     def _storage_file(self, name: str) -> Path:
+        if self.is_edge:
+            return self.settings.edge_path / name / "stamp"  # replaced before every write (edge_client.py)
         return self.settings.qdrant_path / "collection" / name / "storage.sqlite"
 
     def _stamp(self, name: str) -> Stamp | None:
@@ -250,7 +284,11 @@ class Store:
 
     def _settled_stamp(self, name: str) -> Stamp | None:
         """The stamp to publish with: the write-ahead log emptied into the file first (inside a session)."""
-        checkpoint(self.client, name)
+        client = self.client
+        if isinstance(client, EdgeClient):
+            client.flush(name)
+        else:
+            checkpoint(client, name)
         return self._stamp(name)
 
     def _write_in_progress(self) -> bool:
@@ -259,12 +297,12 @@ class Store:
             return True
         if self._client is not None:
             return False  # we hold the folder ourselves
-        return folder_locked(self.settings.qdrant_path)
+        return folder_locked(self.path)
 
     def _busy_elsewhere(self) -> bool:
         """Another process holds embedded Qdrant (and this one has no snapshot to read instead)."""
         return self.snapshots is not None and self._client is None and self._writing == 0 \
-            and folder_locked(self.settings.qdrant_path)
+            and folder_locked(self.path)
 
     def _current(self, name: str) -> Manifest | None:
         """The manifest that describes ``name`` now. Missing or stale: rebuilt from Qdrant, except
@@ -344,6 +382,11 @@ class Store:
         """Collection names from embedded Qdrant's own meta.json, without opening it (None: unreadable)."""
         if self.snapshots is None or self._client is not None:
             return None
+        if self.is_edge:
+            from .edge_migrate import migration_pending
+
+            # local-mode collections not yet copied over: the client's open migrates them
+            return None if migration_pending(self.settings.qdrant_path, self.path) else edge_collection_names(self.path)
         path = self.settings.qdrant_path / "meta.json"
         if not path.exists():
             return []
@@ -376,7 +419,11 @@ class Store:
                     client.create_payload_index(name, key, qm.PayloadSchemaType.KEYWORD)
 
     def vector_store(self, name: str):
-        """LlamaIndex's QdrantVectorStore over this collection (hybrid, our BM25)."""
+        """LlamaIndex's ``QdrantVectorStore`` over this collection (hybrid, our BM25), on a server or in
+        local mode. Qdrant Edge has none: ``Engine.vector_store`` gives ``SnapshotVectorStore`` there."""
+        if self.is_edge:
+            raise StoreError("LlamaIndex's QdrantVectorStore cannot open Qdrant Edge, the embedded store: use "
+                             "Engine.vector_store(name) or SnapshotVectorStore(store, name)")
         from llama_index.vector_stores.qdrant import QdrantVectorStore
 
         def sparse_fn(texts: list[str]) -> tuple[list[list[int]], list[list[float]]]:
@@ -420,9 +467,42 @@ class Store:
             node.text_template = "{metadata_str}\n{content}"
             nodes.append(node)
         if nodes:
-            with self.session():
+            with self.session() as client:
                 self._dirty.add(name)
-                self.vector_store(name).add(nodes)
+                if isinstance(client, EdgeClient):
+                    client.upsert(name, self._edge_points(nodes))
+                else:
+                    self.vector_store(name).add(nodes)
+
+    def _edge_points(self, nodes: Sequence[Any]) -> list[EdgePoint]:
+        """The points ``QdrantVectorStore`` would write for ``nodes``: the same payload
+        (``node_to_metadata_dict``), dense vector and BM25 of the node's embedding text."""
+        from llama_index.core.schema import MetadataMode
+        from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+        out = []
+        for node in nodes:
+            sv = self._bm25.encode_document(node.get_content(metadata_mode=MetadataMode.EMBED))
+            vector = {DENSE: node.get_embedding(), SPARSE: sv}
+            out.append(EdgePoint(node.node_id, vector, node_to_metadata_dict(node, remove_text=False, flat_metadata=False)))
+        return out
+
+    def copy_points(self, old: str, new: str, batch: int = 256) -> int:
+        """Every point of ``old`` written to ``new`` as it is (inside a write session); returns how many."""
+        with self.session() as client:
+            offset: Any = None
+            moved = 0
+            while True:
+                points, offset = client.scroll(old, limit=batch, offset=offset, with_payload=True, with_vectors=True)
+                if points:
+                    self._dirty.add(new)
+                    if not isinstance(client, EdgeClient):  # a server and local mode take their own models
+                        qm = _qm()
+                        points = [qm.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in points]
+                    client.upsert(new, points, wait=True)
+                    moved += len(points)
+                if offset is None:
+                    return moved
 
     def delete_points(self, name: str, ids: Sequence[str]) -> None:
         qm = _qm()
@@ -445,13 +525,17 @@ class Store:
     # ------------------------------------------------------------------ reads
 
     def _scroll(self, name: str, *, with_payload: Any, with_vectors: Any) -> Iterator[Any]:
+        for batch in self._scroll_batches(name, with_payload=with_payload, with_vectors=with_vectors):
+            yield from batch
+
+    def _scroll_batches(self, name: str, *, with_payload: Any, with_vectors: Any) -> Iterator[list[Any]]:
         with self.session(write=False) as client:
             offset = None
             while True:
                 points, offset = client.scroll(
                     name, limit=1024, offset=offset, with_payload=with_payload, with_vectors=with_vectors
                 )
-                yield from points
+                yield points
                 if offset is None:
                     break
 
@@ -486,14 +570,19 @@ class Store:
     def load(self, name: str) -> CollectionData:
         """Every chunk with its vectors, scrolled from Qdrant (queries read the snapshot instead)."""
         chunks: list[Chunk] = []
-        dense: list[list[float]] = []
-        sparse: list[tuple[tuple[int, ...], tuple[float, ...]]] = []
-        for p in self._scroll(name, with_payload=True, with_vectors=True):
-            chunks.append(chunk_from_payload(p.payload))
-            dense.append(p.vector[DENSE])
-            sv = p.vector.get(SPARSE)
-            sparse.append((tuple(sv.indices), tuple(sv.values)) if sv is not None else ((), ()))
-        mat = np.asarray(dense, dtype=np.float32).reshape(len(dense), DIMENSION)
+        dense: list[np.ndarray] = []
+        # per chunk as small arrays, not tuples of Python numbers: at a million chunks that is
+        # ~0.6 GB instead of ~4 GB, and the dense rows are converted a batch at a time for the same reason
+        sparse: list[tuple[np.ndarray, np.ndarray]] = []
+        no_terms = (np.zeros(0, np.int64), np.zeros(0, np.float32))
+        for batch in self._scroll_batches(name, with_payload=True, with_vectors=True):
+            chunks.extend(chunk_from_payload(p.payload) for p in batch)
+            dense.append(np.asarray([p.vector[DENSE] for p in batch], dtype=np.float32).reshape(len(batch), DIMENSION))
+            for p in batch:
+                sv = p.vector.get(SPARSE)
+                sparse.append((np.asarray(sv.indices, np.int64), np.asarray(sv.values, np.float32)) if sv is not None
+                              else no_terms)
+        mat = np.concatenate(dense) if dense else np.zeros((0, DIMENSION), np.float32)
         return CollectionData(tuple(chunks), mat, tuple(sparse))
 
     def section_refs(self, name: str) -> list[SectionRef]:

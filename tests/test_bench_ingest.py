@@ -54,7 +54,7 @@ def test_bench_cold_times_each_question_in_new_processes_and_records_its_answer(
     assert "## Cold question" in md and q in md and row["status"] in md
 
 
-def test_bench_writes_alternates_the_two_journals_on_the_same_chunks(tmp_path: Path, make_engine) -> None:
+def test_bench_writes_alternates_the_three_stores_on_the_same_chunks(tmp_path: Path, make_engine) -> None:
     from ragcore.bench_writes import MODES, bench_writes
 
     corpus = tmp_path / "corpus"
@@ -68,7 +68,7 @@ def test_bench_writes_alternates_the_two_journals_on_the_same_chunks(tmp_path: P
     out = bench_writes("src", 20, 2, 2, tmp_path / "results", eng.settings)
     assert out["collection_points"] == 20 and out["batch_points"] == 2
     assert all(len(out["seconds"][m]) == 2 and all(s >= 0 for s in out["seconds"][m]) for m in MODES)
-    assert len(out["ratio_per_pair"]) == 2
+    assert len(out["ratio_per_pair"]) == 2 and len(out["edge_ratio_per_run"]) == 2
     md = (tmp_path / "results" / "writes.md").read_text()
-    assert "rollback journal" in md and "write-ahead log" in md
+    assert "rollback journal" in md and "write-ahead log" in md and "Qdrant Edge" in md
     assert json.loads((tmp_path / "results" / "writes.json").read_text())["bench"] == "writes"

@@ -1,4 +1,4 @@
-"""Embedded Qdrant's SQLite files in write-ahead-log mode (ragcore/local_storage.py): collections
+"""qdrant-client's local mode (``RAGCORE_EMBEDDED_ENGINE=local``; the default is Qdrant Edge): its SQLite files in write-ahead-log mode (ragcore/local_storage.py): collections
 are written with a log, a write whose frames are still only in the log changes the collection's
 stamp (so a stale snapshot is noticed), and closing the store after a publish does not (so the next
 reader does not rebuild). Real embedded Qdrant in temp folders, the real ONNX model."""
@@ -28,7 +28,7 @@ def _journal(path: Path) -> str:
 
 def test_every_embedded_collection_is_written_with_a_log(tmp_path: Path, make_engine) -> None:
     data = tmp_path / "data"
-    engine = make_engine(data_dir=data)
+    engine = make_engine(data_dir=data, embedded_engine="local")
     engine.ingest([write_corpus(tmp_path / "corpus", FILES)], "g", calibrate=False)
     engine.close()
     files = sorted((data / "qdrant" / "collection").glob("*/storage.sqlite"))
@@ -39,7 +39,7 @@ def test_every_embedded_collection_is_written_with_a_log(tmp_path: Path, make_en
 
 def test_a_write_still_in_the_log_changes_the_stamp_and_a_published_one_does_not(tmp_path: Path, make_engine) -> None:
     data = tmp_path / "data"
-    engine = make_engine(data_dir=data)
+    engine = make_engine(data_dir=data, embedded_engine="local")
     engine.ingest([write_corpus(tmp_path / "corpus", FILES)], "g", calibrate=False)
     engine.close()
     store = engine.store
@@ -52,7 +52,7 @@ def test_a_write_still_in_the_log_changes_the_stamp_and_a_published_one_does_not
         assert collection_stamp(f) != published  # the log holds the deletion
     engine.store._dirty.discard("g")  # as after a crash: nothing republished
     assert collection_stamp(f) != published
-    answer = make_engine(data_dir=data).ask("How long does the dough prove?", collection="g")
+    answer = make_engine(data_dir=data, embedded_engine="local").ask("How long does the dough prove?", collection="g")
     assert all(c.chunk.path != "kitchen/bread.md" for c in answer.candidates)  # the stale snapshot was rebuilt
 
 

@@ -43,12 +43,12 @@ def test_the_lock_is_held_only_inside_a_session(tmp_path: Path) -> None:
     st = Store(RagcoreSettings(data_dir=tmp_path))
     with st.session():
         st.ensure_collection("c")
-        assert store_mod.folder_locked(st.settings.qdrant_path)
+        assert store_mod.folder_locked(st.path)
         with st.session(write=False):  # sessions nest: the inner one does not close the client
             assert st.opened
         assert st.opened
-    assert not st.opened and not store_mod.folder_locked(st.settings.qdrant_path)
-    assert st.collection_names() == ["c"] and not st.opened  # read from Qdrant's own meta.json
+    assert not st.opened and not store_mod.folder_locked(st.path)
+    assert st.collection_names() == ["c"] and not st.opened  # read from the store's folder
 
 
 def test_second_process_waits_for_the_lock(tmp_path: Path) -> None:
