@@ -180,7 +180,9 @@ class EdgeClient:
 
     def _one_vector_in(self, x: Any) -> Any:
         if hasattr(x, "indices"):
-            return self._qe.SparseVector([int(i) for i in x.indices], [float(w) for w in x.values])
+            return self._qe.SparseVector(list(map(int, x.indices)), list(map(float, x.values)))
+        if isinstance(x, list):
+            return x
         return x.tolist() if hasattr(x, "tolist") else list(x)
 
     # ------------------------------------------------------------------ reads
