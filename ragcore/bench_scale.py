@@ -117,6 +117,8 @@ def build_base(corpus: Path, questions: list[str], encoder=None) -> Base:
     from .embeddings import OnnxMiniLM
 
     chunks = base_chunks(corpus, RagcoreSettings())
+    if not chunks:  # a wrong --corpus (or a relative default from another folder) would divide by zero later
+        raise SystemExit(f"no chunks under {corpus}: point --corpus at a folder of documents")
     bm25 = Bm25Encoder()
     vecs = [bm25.encode_document(embed_text(c)) for c in chunks]
     indptr = np.cumsum([0] + [len(v.indices) for v in vecs]).astype(np.int64)
