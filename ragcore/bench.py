@@ -190,7 +190,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
     encoder = OnnxMiniLM()
     src = Engine(settings, encoder=encoder)
     if not src.store.exists(source_collection):
-        raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}; ingest one first "
+        raise SystemExit(f"no collection {source_collection!r} under {settings.store_path}; ingest one first "
                          f"(e.g. ragcore ingest {DJANGO / 'corpus'} --collection {source_collection})")
     questions = _questions()
     with tempfile.TemporaryDirectory() as tmp:
@@ -332,7 +332,7 @@ def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence
     encoder = OnnxMiniLM()
     src = Engine(settings, encoder=encoder)
     if not src.store.exists(source_collection):
-        raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}")
+        raise SystemExit(f"no collection {source_collection!r} under {settings.store_path}")
     questions = list(questions or [_questions()[0], ANSWERED_QUESTION])
     with tempfile.TemporaryDirectory() as tmp:
         dest = Engine(RagcoreSettings(data_dir=Path(tmp)), encoder=encoder)
@@ -430,7 +430,7 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAIServer() as server:
         src = Engine(settings, encoder=encoder)
         if not src.store.exists(source_collection):
-            raise SystemExit(f"no collection {source_collection!r} under {settings.qdrant_path}; ingest one first")
+            raise SystemExit(f"no collection {source_collection!r} under {settings.store_path}; ingest one first")
         eng = Engine(RagcoreSettings(data_dir=Path(tmp)), encoder=encoder)
         n = _pad_collection(src, source_collection, eng, "bench", size)
         src.close()

@@ -220,7 +220,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
         print(dump_json([{**to_jsonable(i), "abstain_bar": to_jsonable(bars[i.name])} for i in infos]))
         return 0
     if not infos:
-        where = redact_url(s.qdrant_url) or s.qdrant_path
+        where = redact_url(s.qdrant_url) or s.store_path
         print(f"no collections under {term_safe(where)}; create one with: ragcore ingest PATH --collection NAME")
         return 0
     print(f"{'collection':<20} {'documents':>9} {'chunks':>7}  {'corpus version':<16}  built at")

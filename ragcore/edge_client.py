@@ -153,6 +153,15 @@ class EdgeClient:
         if name in self._shards:
             self._shards[name].flush()
 
+    def release(self) -> None:
+        """Close every open shard but keep the folder's lock; the next call opens them again. A shard
+        keeps the pages of its files mapped once read (3.8 GB at a million chunks): a publish lets
+        go of them before it builds the snapshot."""
+        shards, self._shards = self._shards, {}
+        for shard in shards.values():
+            shard.flush()
+            shard.close()
+
     # ------------------------------------------------------------------ writes
 
     def upsert(self, collection_name: str, points: Sequence[Any], wait: bool = True, **_: Any) -> None:

@@ -49,7 +49,8 @@ class SearchIndex:
     oversample = OVERSAMPLE
 
     def __init__(self, data: CollectionData) -> None:
-        self._setup(data.chunks, data.dense, sparse_columns(data.sparse), None)
+        # decoded once: a loaded collection (snapshots off, or a server) is small enough to hold as objects
+        self._setup(tuple(data.chunks), data.dense, sparse_columns(data.sparse), None)
 
     @classmethod
     def from_snapshot(cls, snap: SnapshotData) -> "SearchIndex":

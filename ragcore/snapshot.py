@@ -138,14 +138,36 @@ class SnapshotData:
     codes: DenseCodes | None = None  # the dense projection (dense_codes.py)
 
 
+@dataclass(frozen=True)
+class SparseRows(Sequence[tuple[np.ndarray, np.ndarray]]):
+    """Per-chunk sparse vectors as one CSR (row offsets, flat term ids, flat weights): what a publish
+    reads from the store. A million chunks' vectors as separate arrays would cost ~1 GB of headers."""
+
+    indptr: np.ndarray  # int64, n + 1
+    terms: np.ndarray  # int64
+    values: np.ndarray  # float32
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+        return self.terms[lo:hi], self.values[lo:hi]
+
+
 def sparse_columns(rows: Sequence[tuple[Sequence[int], Sequence[float]]]) -> SparseColumns:
     """Per-chunk (term ids, weights) as CSC arrays with the column -> term id map."""
     from scipy import sparse as sp  # publishing only
 
-    lengths = np.fromiter((len(idx) for idx, _ in rows), dtype=np.int64, count=len(rows))
-    indptr = np.concatenate(([0], np.cumsum(lengths)))
-    flat_terms = np.concatenate([np.asarray(idx, np.int64) for idx, _ in rows] or [np.zeros(0, np.int64)])
-    values = np.concatenate([np.asarray(vals, np.float32) for _, vals in rows] or [np.zeros(0, np.float32)])
+    if isinstance(rows, SparseRows):
+        indptr, flat_terms, values = rows.indptr, rows.terms, rows.values
+    else:
+        lengths = np.fromiter((len(idx) for idx, _ in rows), dtype=np.int64, count=len(rows))
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        flat_terms = np.concatenate([np.asarray(idx, np.int64) for idx, _ in rows] or [np.zeros(0, np.int64)])
+        values = np.concatenate([np.asarray(vals, np.float32) for _, vals in rows] or [np.zeros(0, np.float32)])
     terms, cols = np.unique(flat_terms, return_inverse=True)
     csr = sp.csr_matrix((values, cols.astype(np.int64), indptr), shape=(len(rows), max(len(terms), 1)))
     csc = csr.tocsc()

@@ -39,7 +39,8 @@ from .embeddings import DIMENSION, MODEL_NAME
 from .sections import SectionRef, section_ref
 from .edge_client import EdgeBusy, EdgeClient, EdgePoint, collection_names as edge_collection_names
 from .local_storage import checkpoint, collection_stamp, use_write_ahead_log
-from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, Stamp, sparse_columns
+from .chunk_table import PackedChunks
+from .snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, SparseRows, Stamp, sparse_columns
 from .sparse import Bm25Encoder
 from .types import Chunk, CollectionInfo
 
@@ -103,9 +104,9 @@ class PointRef:
 class CollectionData:
     """Everything the in-process search index needs, loaded in one scroll."""
 
-    chunks: tuple[Chunk, ...]
+    chunks: Sequence[Chunk]  # a tuple, or PackedChunks when loaded from the store
     dense: np.ndarray  # (n, 384) float32, L2-normalised
-    sparse: tuple[tuple[np.ndarray, np.ndarray], ...]  # per chunk: term ids (int64), BM25 weights (float32)
+    sparse: Sequence[tuple[np.ndarray, np.ndarray]]  # per chunk: term ids (int64), BM25 weights (float32)
 
 
 def _create_collection(client: QdrantClient, name: str, **config: Any) -> None:
@@ -360,6 +361,8 @@ class Store:
             headings.update(zip(missing, vecs))
         stamp = self._settled_stamp(name)
         assert stamp is not None
+        if isinstance(self.client, EdgeClient):
+            self.client.release()
         m = self.snapshots.publish(name, chunks=data.chunks, dense=data.dense, sparse=sparse_columns(data.sparse),
                                    headings=headings, meta=meta, stamp=stamp)
         self._dirty.discard(name)
@@ -569,21 +572,32 @@ class Store:
 
     def load(self, name: str) -> CollectionData:
         """Every chunk with its vectors, scrolled from Qdrant (queries read the snapshot instead)."""
-        chunks: list[Chunk] = []
-        dense: list[np.ndarray] = []
-        # per chunk as small arrays, not tuples of Python numbers: at a million chunks that is
-        # ~0.6 GB instead of ~4 GB, and the dense rows are converted a batch at a time for the same reason
-        sparse: list[tuple[np.ndarray, np.ndarray]] = []
-        no_terms = (np.zeros(0, np.int64), np.zeros(0, np.float32))
-        for batch in self._scroll_batches(name, with_payload=True, with_vectors=True):
-            chunks.extend(chunk_from_payload(p.payload) for p in batch)
-            dense.append(np.asarray([p.vector[DENSE] for p in batch], dtype=np.float32).reshape(len(batch), DIMENSION))
-            for p in batch:
-                sv = p.vector.get(SPARSE)
-                sparse.append((np.asarray(sv.indices, np.int64), np.asarray(sv.values, np.float32)) if sv is not None
-                              else no_terms)
-        mat = np.concatenate(dense) if dense else np.zeros((0, DIMENSION), np.float32)
-        return CollectionData(tuple(chunks), mat, tuple(sparse))
+        # Compact all the way, so a million chunks load in a few GB: chunks kept as their table rows
+        # (PackedChunks, ~1/3 of Chunk objects), the matrix filled a batch at a time, the sparse
+        # vectors as one CSR (lists of Python floats would take ~12 GB, tuples ~4 GB)
+        chunks = PackedChunks()
+        lengths: list[int] = []
+        terms: list[np.ndarray] = [np.zeros(0, np.int64)]  # one array per batch, joined once at the end
+        weights: list[np.ndarray] = [np.zeros(0, np.float32)]
+        with self.session(write=False) as client:
+            mat = np.empty((client.count(name, exact=True).count, DIMENSION), np.float32)
+            for batch in self._scroll_batches(name, with_payload=True, with_vectors=True):
+                if len(chunks) + len(batch) > len(mat):  # points written since the count (not inside a write)
+                    mat = np.concatenate([mat, np.empty((len(chunks) + len(batch) - len(mat), DIMENSION), np.float32)])
+                mat[len(chunks) : len(chunks) + len(batch)] = [p.vector[DENSE] for p in batch]
+                t: list[int] = []
+                w: list[float] = []
+                for p in batch:
+                    chunks.append(chunk_from_payload(p.payload))
+                    sv = p.vector.get(SPARSE)
+                    lengths.append(len(sv.indices) if sv is not None else 0)
+                    if sv is not None:
+                        t.extend(sv.indices)
+                        w.extend(sv.values)
+                terms.append(np.asarray(t, np.int64))
+                weights.append(np.asarray(w, np.float32))
+        indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+        return CollectionData(chunks, mat[: len(chunks)], SparseRows(indptr, np.concatenate(terms), np.concatenate(weights)))
 
     def section_refs(self, name: str) -> list[SectionRef]:
         """Where every chunk sits (path, line, section path, title), without text or vectors."""

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcore.chunk_table import ChunkTable, TableError, write_table
+from ragcore.chunk_table import ChunkTable, PackedChunks, TableError, write_table
+from ragcore.snapshot import SparseRows, sparse_columns
 from ragcore.types import Chunk
 
 
@@ -81,3 +82,28 @@ def test_a_damaged_row_is_an_error_when_read(table_dir: Path) -> None:
     assert t[2] == _chunks()[2]
     with pytest.raises(TableError):
         t[3]
+
+
+def test_packed_chunks_are_the_chunks_and_write_the_same_table(tmp_path: Path) -> None:
+    """What a publish loads from the store: rows kept as bytes, decoded when asked for."""
+    chunks = _chunks()
+    packed = PackedChunks()
+    for c in chunks:
+        packed.append(c)
+    assert len(packed) == len(chunks) and list(packed) == chunks and packed[3:6] == chunks[3:6] and packed[-1] == chunks[-1]
+    for name, rows in (("packed", packed), ("plain", chunks)):
+        (tmp_path / name).mkdir()
+        write_table(tmp_path / name, rows)
+    for f in ("chunks.jsonl", "chunk_offsets.npy", "doc_of.npy", "chunk_ids.npy", "id_order.npy", "paths.json"):
+        assert (tmp_path / "packed" / f).read_bytes() == (tmp_path / "plain" / f).read_bytes(), f
+
+
+def test_sparse_rows_make_the_same_columns_as_per_chunk_pairs() -> None:
+    pairs = [((5, 9), (1.0, 0.5)), ((), ()), ((9, 2, 7), (0.25, 2.0, 1.5)), ((5,), (3.0,))]
+    lengths = [len(i) for i, _ in pairs]
+    rows = SparseRows(np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+                      np.array([t for i, _ in pairs for t in i], np.int64), np.array([v for _, w in pairs for v in w], np.float32))
+    assert len(rows) == 4 and [tuple(map(int, rows[k][0])) for k in range(4)] == [i for i, _ in pairs]
+    a, b = sparse_columns(rows), sparse_columns(pairs)
+    for field in ("terms", "indptr", "rows", "values"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
