@@ -56,15 +56,9 @@ class PackedChunks(Sequence[Chunk]):
     def __len__(self) -> int:
         return len(self._rows)
 
-    @overload
-    def __getitem__(self, i: int) -> Chunk: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Chunk]: ...
-
-    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
-        if isinstance(i, slice):
-            return [chunk_of(json.loads(r)) for r in self._rows[i]]
-        return chunk_of(json.loads(self._rows[i]))
+    def __getitem__(self, i):  # type: ignore[override]  # an int gives a Chunk, a slice a list of them
+        rows = self._rows[i]
+        return [chunk_of(json.loads(r)) for r in rows] if isinstance(i, slice) else chunk_of(json.loads(rows))
 
     def row(self, i: int) -> bytes:
         return self._rows[i]
