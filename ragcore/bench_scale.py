@@ -399,7 +399,8 @@ class EngineSpec:
 
 ENGINES: dict[str, EngineSpec] = {
     "qdrant-local": EngineSpec(
-        "qdrant-local", "(a) Qdrant local mode + in-process numpy SearchIndex (today)", local_write, local_open,
+        "qdrant-local", "(a) Qdrant local mode + in-process numpy SearchIndex (the store of record before Edge; "
+        "`RAGCORE_EMBEDDED_ENGINE=local`)", local_write, local_open,
         local_pool, LOCAL_MAX, "local mode holds every point in memory (4.2 GB peak RSS to write 100,000 "
         "points here, so about 40 GB at 1M, more than this machine has) and loads them all on open"),
     "edge-exact": EngineSpec(
@@ -966,8 +967,8 @@ def _save(args: argparse.Namespace, payload: dict[str, Any], command: str) -> No
 # The reasoning below quotes the run committed with it (bench/results/scale.json); `--render`
 # rewrites scale.md from that JSON after an edit here.
 VERDICT = """\
-Rows are dated (last column). The 2026-11-23 rows (numpy-mmap and ragcore-snapshot) ran on a quiet
-machine (load 2-4) on the current chunker's 7,083 base chunks; the 2026-11-22 rows (qdrant-local,
+Rows are dated (last column). The 2026-11-23 rows (numpy-mmap, ragcore-snapshot, ragcore-edge) ran
+on a quiet machine (load 1-4) on the current chunker's 7,083 base chunks; the 2026-11-22 rows (qdrant-local,
 edge-*) ran at load 7-17 on the previous chunker's 7,065, and their agreement rows compare them
 with that run's numpy-mmap. Wall-clock latencies at load 10+ are 2-6x the CPU time each query cost,
 so the CPU column (this process's CPU time, all its threads) is the fairer comparison across dates.
@@ -1005,21 +1006,37 @@ so the CPU column (this process's CPU time, all its threads) is the fairer compa
   directions, the worst case for any projection, so the 1M agreement row shows different dense
   top-10s. Real recall at 1M is not measured (no million real vectors here); raising
   `SearchIndex.approx_min` keeps any collection exact at the exact scan's cost.
-- **(b) qdrant-edge exact** costs about the same CPU per query as numpy's exact scan, but its open
-  grows with size (1.2 s at 10k, 5.0 s at 100k, 23.6 s at 1M here), it took 4.6 GB RSS to query and
-  6.1 GB to write at 1M, one process per shard, prefetch + RRF returns only the fused score, no
-  LlamaIndex vector store, and a 0.x API that changed between releases.
+- **(b) qdrant-edge exact as the query engine** costs about the same CPU per query as numpy's exact
+  scan, but its open grows with size (1.2 s at 10k, 5.0 s at 100k, 23.6 s at 1M here), it took 4.6 GB
+  RSS to query and 6.1 GB to write at 1M, one process per shard, prefetch + RRF returns only the
+  fused score, no LlamaIndex vector store, and a 0.x API that changed between releases.
+- **(b') Qdrant Edge as the store of record, the snapshot as the query engine: the embedded
+  default (`ragcore-edge`).** What local mode could not do, Edge does: a million chunks written
+  through `Store.write_chunks` (the ingest's own write: the payload LlamaIndex's `QdrantVectorStore`
+  writes, BM25 computed on the way in) and the query snapshot published from the store, in 1,157 s
+  (864 points/s end to end; the writes alone ran at ~1,300 points/s, the rest is the publish) at
+  9.1 GB peak RSS, of which ~3.8 GB are Edge's own files mapped while the publish scrolls them
+  (file pages the kernel can drop). At 100k: 854 points/s and 1.2 GB peak, against local mode's 392
+  points/s and 4.2 GB. Disk is the files' apparent size: Edge preallocates its log and storage
+  files (sparse; a 227-chunk collection is 2 MB on disk, 165 MB apparent), and the figure includes
+  the snapshot (~3.2 GB at 1M). Queries never open Edge, so they are the snapshot's: 38 ms p95 and
+  0.24 s to open with the first query at 1M, a cold process answering in 0.62 s. Edge opens only
+  for writers (one process at a time, as local mode: its log is locked); readers use the snapshot.
+  A publish at 1M first had to be made lean: chunks loaded as their table rows, vectors into one
+  preallocated matrix, BM25 as one CSR (the first attempt, with `Chunk` objects and per-chunk
+  tuples, passed 12 GB and was stopped by the watchdog).
 
-**Choice: (c), ragcore's query snapshot (a persisted, memory-mapped numpy index) for the embedded
-default's query path**, written at the end of each ingest and keyed by corpus version: it opens in
-milliseconds at every size, lets several processes read, keeps every score explainable (cosine, BM25,
-fused per chunk), is exact up to 200,000 chunks and meets p95 <= 50 ms at 1M with the projection.
-The store of record keeps Qdrant's collection schema (dense cosine + sparse BM25 with the IDF
-modifier), so `RAGCORE_QDRANT_URL` stays the way to grow to a server or cluster. Writes still go
-through local mode (the snapshot's own write at 1M took 135 s and 4.2 GB peak): 400-1,000 points/s
-with the write-ahead log (`ragcore bench writes`: 292 -> 921 points/s into 10k points), but its
-writer holds the whole collection in memory, so past a few hundred thousand chunks the store of
-record has to be a Qdrant server; the embedded default reads 1M chunks, it cannot write them here.
+**Choice: Qdrant Edge (`qdrant-edge-py`, pinned) as the embedded store of record, and (c), ragcore's
+query snapshot (a persisted, memory-mapped numpy index), for every read a question makes.** The
+snapshot is written at the end of each write and keyed by corpus version: it opens in milliseconds
+at every size, lets several processes read while one writes, keeps every score explainable (cosine,
+BM25, fused per chunk), is exact up to 200,000 chunks and meets p95 <= 50 ms at 1M with the
+projection. Edge keeps Qdrant's collection schema (named dense cosine + sparse BM25 with the IDF
+modifier) and writes 1M chunks on this machine; `RAGCORE_QDRANT_URL` stays the way to grow to a
+server or cluster, point for point. LlamaIndex has no vector store for either engine, so
+`SnapshotVectorStore` is one (`Engine.vector_store`). A data folder written by local mode is copied
+into Edge the first time it is opened (`edge_migrate.py`); `RAGCORE_EMBEDDED_ENGINE=local` keeps
+local mode.
 
 Two entries of scale.json were edited by hand in the 2026-11-22 run, and only these: the edge-hnsw
 100k row's error text (the worker was stopped by hand, which the tool could only report as "exit
