@@ -150,12 +150,14 @@ with right:
             st.rerun()
 
     st.markdown("#### Storage")
-    st.caption("Data directory (embedded Qdrant in `qdrant/`, notebooks in `notebooks/`)")
+    engine = "Qdrant Edge, Qdrant's engine in process" if rt.settings.embedded_engine == "edge" else "Qdrant local mode"
+    st.caption(f"Data directory (the embedded store, {engine}, in `{rt.settings.store_path.name}/`; query snapshots "
+               "in `snapshots/`; notebooks in `notebooks/`)")
     st.code(str(rt.settings.data_dir), language=None)
     if rt.settings.qdrant_url:
         st.caption(f"Collections live on the Qdrant server {md_inline(rt.settings.qdrant_url)}.")
     st.caption("Changing the data directory needs a restart: stop the app, set `RAGCORE_DATA_DIR=/new/folder` "
-               "(or `RAGCORE_QDRANT_URL` for a server) and start it again. The running app keeps the embedded store open.")
+               "(or `RAGCORE_QDRANT_URL` for a server) and start it again.")
 
 # ---------------------------------------------------------------- where each value comes from
 st.markdown("#### Where each value comes from")

@@ -44,6 +44,7 @@ class Resources:
     abstain_bar: Callable[[RagcoreSettings, str], tuple[float, str]]
     generator_for: Callable[[RagcoreSettings], object]  # one OpenAI-compatible generator per endpoint
     condense: Callable[[str, tuple[tuple[str, str], ...], RagcoreSettings], str]  # follow-up → standalone
+    unseen_words: Callable[[str, str], tuple[str, ...]]  # rare question words no chunk of the collection contains
 
 
 class Answerer:
@@ -116,6 +117,8 @@ class Answerer:
         composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
         topic = self.r.closest_topic(q, s, req.collection) if req.context != "selection" else None
         support: Support = assess(req.context, q, retrieved.candidates, topic, composed.best_selection if composed else None)
+        if support.basis == "corpus" and s.abstain_unseen_words:
+            support = replace(support, unseen=self.r.unseen_words(q, req.collection))
         bar, source = self.r.abstain_bar(s, req.collection) if req.context != "selection" else (s.abstain_bar, "settings")
         reason = abstain_reason(retrieved.evidence, support, bar)
         if reason is None and not s.llm.configured:

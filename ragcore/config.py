@@ -361,6 +361,8 @@ class RagcoreSettings:
     max_answer_sentences: int = _setting(4, "int", ge=1)
     # The extractive composer quotes at most answer_docs documents, those of its best units (0: any)
     answer_docs: int = _setting(1, "int", ge=0)
+    # abstain in corpus mode when the question names a rare word no chunk contains (answerability.py)
+    abstain_unseen_words: bool = _setting(True, "bool")
     conversation_turns: int = _setting(0, "int", ge=0)
     boundary_rules: tuple[str, ...] = _setting((), "strs")
 

@@ -90,6 +90,12 @@ class OnnxMiniLM:
             self._tokenizer = tok
             self._session = session
 
+    def in_vocabulary(self, word: str) -> bool:
+        """Whether ``word`` is one whole entry of the model's WordPiece vocabulary (common English
+        words are; rare and technical ones split into pieces)."""
+        self._load()
+        return self._tokenizer.token_to_id(word.lower()) is not None
+
     def load_in_background(self) -> threading.Thread:
         """Start loading the session and tokenizer in a daemon thread; the first ``encode`` waits
         for it (the lock). A cold ``ragcore ask`` overlaps the ~0.4 s load with its imports and

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .answerability import Support, assess
+from .answerability import Support, assess, unseen_words
 from .answering import Answerer, Resources
 from .autocalibrate import AbstainBarInfo, bar_info, ensure_auto_calibration
 from .citations import SupportScorer
@@ -186,6 +186,18 @@ class Engine:
         result = self.retriever.search(name, question, s)
         return assess("corpus", question, result.candidates, self.closest_topic(question, s, name), None)
 
+    def unseen_words(self, question: str, collection: str | None = None) -> tuple[str, ...]:
+        """The question's rare words that no chunk of the collection contains (answerability.py)."""
+        name = collection or self.settings.collection
+        if self.store.is_embedded:
+            has_term = self.retriever.index(name).has_any_term
+        else:  # a server searches: ask it rather than load the collection
+            from .retrieval.pools import server_has_terms
+
+            def has_term(terms: Sequence[str]) -> bool:
+                return server_has_terms(self.store.client, name, terms)
+        return unseen_words(question, has_term=has_term, is_common=self.encoder.in_vocabulary)
+
     def closest_topic(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> TopicMatch | None:
         s = settings or self.settings
         q = self.encoder.encode([question])[0]  # cached: retrieval embedded the same text
@@ -240,6 +252,7 @@ class Engine:
             closest_topic=lambda q, s, name: self.closest_topic(q, s, name),
             abstain_bar=lambda s, name: self.abstain_bar(s, name),
             generator_for=self._generator, condense=self._standalone,
+            unseen_words=lambda q, name: self.unseen_words(q, name),
         )
 
     # ------------------------------------------------------------------ helpers

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcore.answerability import Support, assess, corpus_support, evidence_cosine, lexical_coverage
+from ragcore.answerability import Support, assess, corpus_support, evidence_cosine, lexical_coverage, unseen_words
 from ragcore.bootstrap import demo_calibration_dir
 from ragcore.eval.calibration import CalibrationError, calibrate
 from ragcore.eval.dataset import load_dataset
@@ -153,6 +153,51 @@ def test_engine_abstains_off_topic_and_says_why(garden: Engine) -> None:
     assert off.status == "abstained" and off.citations == ()
     (action,) = off.validation.guardrail_actions
     assert action.startswith("abstained: support ") and "closest section “" in action
+
+
+def test_unseen_words_are_rare_words_no_chunk_contains() -> None:
+    corpus = {"water", "tomato", "plant", "django-admin", "django", "admin", "graph"}
+    common = {"summer", "often", "explain", "difference"}
+    got = unseen_words("Can you explain how often to water tomato plants hydroponically in summer, with django-admin "
+                       "or GraphQL? See settings.GRAPHENE and run_graphql().",
+                       has_term=lambda terms: any(t in corpus for t in terms), is_common=lambda w: w.lower() in common)
+    # common words the corpus lacks are not counted (they may be paraphrases); identifiers are left
+    # to the other signals; a word is reported once, as the question wrote it
+    assert got == ("hydroponically", "GraphQL")
+    assert unseen_words("", has_term=lambda t: False, is_common=lambda w: False) == ()
+    # another form of a word the corpus uses is not unseen: "tokenizer" covers "tokenized" and "tokenization"
+    seen = {"tokenizer"}
+    assert unseen_words("How is tokenized text stored, and what does tokenization cost?",
+                        has_term=lambda terms: any(t in seen for t in terms), is_common=lambda w: False) == ("text", "stored", "cost")
+
+
+def test_a_rare_word_the_corpus_never_uses_makes_the_engine_abstain(garden: Engine) -> None:
+    s = garden.settings.with_(abstain_bar=0.3)  # a bar this question's score clears: the word alone decides
+    q = "How often should I water tomato plants hydroponically?"
+    a = garden.ask(q, settings=s)
+    assert a.status == "abstained" and a.citations == ()
+    assert list(a.metadata["support"]["unseen"]) == ["hydroponically"]
+    assert a.metadata["support"]["score"] >= s.abstain_bar  # the score alone would have answered
+    (action,) = a.validation.guardrail_actions
+    assert action.startswith("abstained: support ") and "the corpus never mentions “hydroponically”" in action
+    off = garden.ask(q, settings=s.with_(abstain_unseen_words=False))
+    assert off.status == "ok" and not off.metadata["support"]["unseen"]
+    common = garden.ask("How often should I water tomato plants in summer?", settings=s)  # absent but common
+    assert common.status == "ok" and not common.metadata["support"]["unseen"]
+    sel = "Water tomato plants deeply twice a week, in the morning, at the roots. Mulch keeps the soil moist."
+    in_sel = garden.ask(q, context="selection", selection=sel, settings=s)  # the user chose the passage
+    assert in_sel.status == "ok"
+
+
+def test_a_server_is_asked_whether_a_word_occurs(garden: Engine) -> None:
+    """The server path's term lookup (one sparse query of limit 1), run on the embedded engine's
+    client, which speaks the same query API; it agrees with the in-process index."""
+    from ragcore.retrieval.pools import server_has_terms
+
+    idx = garden.retriever.index("garden")
+    with garden.store.session(write=False) as client:
+        for terms in (["tomato"], ["hydroponically"], ["zzz", "dough"]):
+            assert server_has_terms(client, "garden", terms) == idx.has_any_term(terms) == ("hydroponically" not in terms)
 
 
 def test_selection_mode_is_judged_on_the_selection(garden: Engine) -> None:

@@ -93,6 +93,18 @@ def server_pool(
     return _filtered(pool, flt, settings.candidates) if flt else pool
 
 
+def server_has_terms(client: QdrantClient, collection: str, terms: Sequence[str]) -> bool:
+    """Whether any point of a server's collection has any of these BM25 terms: one sparse query of limit 1."""
+    from qdrant_client import models as qm
+
+    from ..sparse import term_index
+
+    ids = sorted({term_index(t) for t in terms})
+    hits = client.query_points(collection, query=qm.SparseVector(indices=ids, values=[1.0] * len(ids)),
+                               using=SPARSE, limit=1, with_payload=False).points
+    return bool(hits)
+
+
 def merge_branches(dense_hits: Sequence[Any], sparse_hits: Sequence[Any], q_dense: np.ndarray) -> list[PoolEntry]:
     """A dense and a sparse branch's scored points (Qdrant's client or its in-process engine) as one
     pool: every entry gets its cosine (a sparse-only hit from its stored dense vector), BM25 and
