@@ -98,16 +98,18 @@ def unseen_words(question: str, *, has_term: Callable[[tuple[str, ...]], bool],
     """The question's rare plain words that the corpus never uses, in question order, each once.
 
     ``has_term(terms)``: whether any chunk contains any of these BM25 terms; a word is looked up as
-    its first term, the whole word (stemmed), not the parts BM25 also splits a CamelCase word into:
+    the forms of its root (``word_forms``), not the parts BM25 also splits a CamelCase word into:
     a corpus that says "graph" does not mention "GraphQL".
     ``is_common(word)``: whether the word is a whole word of the model's vocabulary."""
-    out: dict[str, None] = {}
+    out: dict[str, str] = {}  # lower case -> the word as the question wrote it
     for m in _WORD.finditer(question):
         word = m.group(0)
+        if word.lower() in out or is_common(word):  # the cheap tests first: forms cost ~25 lookups
+            continue
         terms = word_forms(word)
-        if terms and word.lower() not in {w.lower() for w in out} and not is_common(word) and not has_term(terms):
-            out[word] = None
-    return tuple(out)
+        if terms and not has_term(terms):
+            out[word.lower()] = word
+    return tuple(out.values())
 
 
 def word_forms(word: str) -> tuple[str, ...]:

@@ -245,11 +245,8 @@ class EdgeClient:
             return
         self._closed = True
         try:
-            for shard in self._shards.values():
-                shard.flush()
-                shard.close()
+            self.release()
         finally:
-            self._shards.clear()
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
 
