@@ -126,7 +126,7 @@ def abstain_reason(evidence: tuple[Evidence, ...], support: Support, bar: float)
     """Why the engine will not answer, or None when it will."""
     if not evidence:
         return "no evidence passed top-K and the threshold"
-    if support.score < bar or (support.basis == "corpus" and support.unseen):
+    if support.score < bar or support.unseen:  # set in corpus mode only (answering.py)
         return support.explain(bar)  # names the unseen words (answerability.describe)
     return None
 
