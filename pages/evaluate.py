@@ -19,6 +19,7 @@ import streamlit as st
 from ragcore.eval.baselines import BM25_LABEL, LLAMAINDEX_LABEL
 from ragcore.eval.dataset import DatasetError, EvalDataset, load_dataset, load_dataset_bytes
 from ragcore.eval.metrics import ndcg_at_k, recall_at_k
+from ragcore.eval.paired import paired_deltas
 from ragcore.eval.report import TABLE_COLUMNS, load_saved_runs, save_run, trend_rows
 from ragcore.eval.runner import EvalRun, QuestionRecord, failure_reasons, locate_doc, mapper_from_records
 from ragcore.eval.sweep import METRIC_LABELS, EvalReport, SweepError, evaluate
@@ -152,6 +153,15 @@ def _metrics_frame(runs: list[EvalRun]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _paired_frame(runs: list[EvalRun]) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "configuration": d.label, "better": d.better, "worse": d.worse, "same": d.same, "sign test p": d.sign_p,
+        "nDCG@10 base": d.ndcg_base, "nDCG@10 run": d.ndcg_run, "best of both": d.ndcg_best_of_both,
+        "answers +": d.answers_gained, "answers −": d.answers_lost,
+        "abstains (unanswerable) +": d.abstains_gained, "abstains (unanswerable) −": d.abstains_lost,
+    } for d in paired_deltas(runs)])
+
+
 def _question_frame(run: EvalRun) -> pd.DataFrame:
     rows = []
     for rec in run.records:
@@ -221,6 +231,15 @@ if report is not None:
     st.dataframe(_metrics_frame(report.runs), hide_index=True, width="stretch",
                  column_config={h: st.column_config.NumberColumn(format="%.3f") for _, h in TABLE_COLUMNS}
                  | {"p50 ms": st.column_config.NumberColumn(format="%.0f"), "p95 ms": st.column_config.NumberColumn(format="%.0f")})
+    if len(report.runs) > 1:
+        with st.expander("Against the base, question by question", icon=":material/compare_arrows:"):
+            st.dataframe(_paired_frame(report.runs), hide_index=True, width="stretch",
+                         column_config={h: st.column_config.NumberColumn(format="%.3f")
+                                        for h in ("nDCG@10 base", "nDCG@10 run", "best of both")}
+                         | {"sign test p": st.column_config.NumberColumn(format="%.2f")})
+            st.caption("On the same questions: how many rank better, worse or the same (nDCG@10) than the base; "
+                       "a sign-test p above 0.05 means that split could be chance. Best of both = mean nDCG@10 if "
+                       "each question took the better ranking. Answered / abstained: questions whose outcome flipped.")
     lat = base.summary.latency_p50_ms
     if lat:
         st.caption("p50 per stage: " + " · ".join(f"{md_inline(s)} {fmt_ms(v)}" for s, v in lat.items()))

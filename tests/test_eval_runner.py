@@ -153,6 +153,7 @@ def test_eval_end_to_end(tmp_path: Path, make_engine, encoder, monkeypatch, caps
     assert [t["label"] for t in trend] == labels
     md = markdown(report, json_path=out)
     assert "| configuration | R@1 |" in md and "## Sweep: top_k" in md and "Abstaining" in md
+    assert "## Against the base (ragcore hybrid (base)), question by question" in md and "| top_k=1 | 0 / 0 / 5 | – |" in md
     charts = write_charts(report, tmp_path / "out" / "eval")
     assert set(charts) == {"comparison", "sweep:top_k", "abstain"}
     assert all(p.is_file() and p.stat().st_size > 1000 for p in charts.values())
@@ -323,6 +324,16 @@ def test_evaluate_page_runs_and_saves(app_env, tmp_path: Path) -> None:
     assert saved and json.loads(saved[-1].read_text())["runs"][0]["metrics"]["n_answerable"] == 2
     # nothing from the data set reaches the page as Markdown/HTML: the question text is in a dataframe
     assert not any("How do I change" in m.value for m in at.markdown)
+
+    # with a baseline, each run against the base, question by question
+    at.session_state["ev_baselines"] = ["bm25"]
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(e.label == "Against the base, question by question" for e in at.expander)
+    assert len(at.dataframe) == 3
+    paired = at.dataframe[1].value
+    assert list(paired["configuration"]) == ["BM25 alone"]
+    assert int(paired["better"][0] + paired["worse"][0] + paired["same"][0]) == 2
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .metrics import Summary, ndcg_at_k
+from .paired import paired_deltas
 from .runner import EvalRun, QuestionRecord, recommend_bar
 from .sweep import METRIC_LABELS, EvalReport, SweepGroup, sweep_rows
 
@@ -336,6 +337,39 @@ def _per_question_markdown(runs: Sequence[EvalRun]) -> str:
     return _md_table(head, rows)
 
 
+def paired_markdown(runs: Sequence[EvalRun]) -> str:
+    """Each run against the first, question by question (paired.py)."""
+    rows = []
+    for d in paired_deltas(runs):
+        p = "–" if d.sign_p is None else f"{d.sign_p:.2f}"
+        rows.append([
+            d.label, f"{d.better} / {d.worse} / {d.same}", p,
+            f"{_fmt(d.ndcg_base)} → {_fmt(d.ndcg_run)}", _fmt(d.ndcg_best_of_both),
+            f"+{d.answers_gained} −{d.answers_lost}", f"+{d.abstains_gained} −{d.abstains_lost}",
+        ])
+    return _md_table(["configuration", "nDCG@10 better / worse / same", "sign test p", "nDCG@10 base → run",
+                      "best of both", "answerable: answered", "unanswerable: abstained"], rows)
+
+
+def _stage_latency_markdown(runs: Sequence[EvalRun]) -> str:
+    stages: list[str] = []
+    for r in runs:
+        stages += [s for s in r.summary.latency_p50_ms if s not in stages]
+    return _md_table(["configuration", *stages], [
+        [r.label, *(f"{_ms(r.summary.latency_p50_ms.get(s))}/{_ms(r.summary.latency_p95_ms.get(s))}"
+                    if s in r.summary.latency_p50_ms else "–" for s in stages)] for r in runs])
+
+
+def _paired_section(runs: Sequence[EvalRun]) -> list[str]:
+    if len(runs) < 2:
+        return []
+    return [f"## Against the base ({runs[0].label}), question by question", "", paired_markdown(runs), "",
+            "Same questions in both runs. A sign-test p above 0.05 means better vs worse could be chance; "
+            "best of both = mean nDCG@10 if each question took the better of the two rankings (the most "
+            "that routing questions between the two could gain); answered / abstained count the questions "
+            "whose outcome flipped (+ newly, − no longer).", ""]
+
+
 def _abstain_markdown(report: EvalReport, charts: Mapping[str, Path] | None = None) -> list[str]:
     """The composer's best support score on answerable vs unanswerable questions, per distinct
     configuration, with the rates at the configured bar and the bar that separates best."""
@@ -392,13 +426,7 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
         "### Latency per stage (ms, p50/p95)",
         "",
     ]
-    stages: list[str] = []
-    for r in report.runs:
-        stages += [s for s in r.summary.latency_p50_ms if s not in stages]
-    out.append(_md_table(["configuration", *stages], [
-        [r.label, *(f"{_ms(r.summary.latency_p50_ms.get(s))}/{_ms(r.summary.latency_p95_ms.get(s))}"
-                    if s in r.summary.latency_p50_ms else "–" for s in stages)] for r in report.runs]))
-    out.append("")
+    out += [_stage_latency_markdown(report.runs), ""]
     ev = [(r.label, r.evidence_recall) for r in report.runs if r.evidence_recall is not None]
     if ev:
         out += ["Evidence recall (share of relevant documents among the top-K evidence the composer saw): "
@@ -415,6 +443,7 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
         out.append("")
     if charts and "comparison" in charts:
         out += [f"![comparison]({charts['comparison'].name})", ""]
+    out += _paired_section(report.runs)
 
     out += _abstain_markdown(report, charts)
 
@@ -430,4 +459,4 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
 
 
 
-__all__ += ["comparison_markdown", "run_dict", "METRIC_LABELS"]
+__all__ += ["paired_markdown", "comparison_markdown", "run_dict", "METRIC_LABELS"]
