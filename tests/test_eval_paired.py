@@ -18,7 +18,7 @@ def _run(label: str, rows: list[tuple[str, bool, str, tuple[str, ...]]], *, retr
                        relevant_docs=(f"{q}.html",) if a else ())
         for q, a, s, docs in rows
     ]
-    return EvalRun(label, "ragcore", "c", {}, tuple(QuestionRecord(r) for r in results), summarize(results),
+    return EvalRun(label, "ragcore", "c", {"run": label}, tuple(QuestionRecord(r) for r in results), summarize(results),
                    retrieval_only=retrieval_only)
 
 
@@ -80,3 +80,26 @@ def test_markdown_row() -> None:
     md = paired_markdown([BASE, run])
     assert md.splitlines()[0].startswith("| configuration | nDCG@10 better / worse / same | sign test p |")
     assert "| run | 1 / 0 / 3 | 1.00 | 0.658 → 0.750 | 0.750 | +0 −0 | +0 −0 |" in md
+
+
+def test_compare_cli_rereads_saved_results(tmp_path, capsys) -> None:
+    """python -m ragcore.eval.compare on a JSON round trip, and on a file that is not one."""
+    from ragcore.eval.compare import main
+    from ragcore.eval.report import write_json
+    from ragcore.eval.sweep import EvalReport
+
+    run = _run("top_k=3", [(q, a, s, docs) for q, a, s, docs in
+                           [("q1", True, "ok", ("x.html", "q1.html")), ("q2", True, "ok", ("x.html", "q2.html")),
+                            ("q3", True, "abstained", ()), ("q4", True, "ok", ("q4.html",)),
+                            ("u1", False, "ok", ()), ("u2", False, "abstained", ())]])
+    good = write_json(EvalReport("set", None, "c", "base", [BASE, run]), tmp_path / "e.json")
+    one = write_json(EvalReport("set", None, "c", "base", [BASE]), tmp_path / "one.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert main([str(good), str(one)]) == 0
+    out = capsys.readouterr().out
+    assert "## e.json: set on `c`" in out and "| top_k=3 | 0 / 1 / 3 | 1.00 |" in out
+    assert "Only one configuration (base): nothing to compare." in out
+    assert main([str(bad), str(good)]) == 1  # the bad file is reported, the good one still printed
+    cap = capsys.readouterr()
+    assert "bad.json: not an evaluation result" in cap.err and "| top_k=3 |" in cap.out
