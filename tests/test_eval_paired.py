@@ -103,3 +103,23 @@ def test_compare_cli_rereads_saved_results(tmp_path, capsys) -> None:
     assert main([str(bad), str(good)]) == 1  # the bad file is reported, the good one still printed
     cap = capsys.readouterr()
     assert "bad.json: not an evaluation result" in cap.err and "| top_k=3 |" in cap.out
+
+
+def test_citable_bounds_answers_citing_a_relevant_page() -> None:
+    def rec(q: str, answerable: bool, status: str, evidence: tuple[str, ...], cited: tuple[str, ...]) -> QuestionRecord:
+        return QuestionRecord(QuestionResult(id=q, question=q, answerable=answerable, status=status,
+                                             relevant_docs=(f"{q}.html",) if answerable else (), cited_docs=cited),
+                              evidence_docs=evidence)
+    recs = (
+        rec("a", True, "ok", ("x.html", "a.html"), ("a.html",)),  # cites the relevant page
+        rec("b", True, "ok", ("x.html", "b.html"), ("x.html",)),  # could have: the evidence holds it
+        rec("c", True, "ok", ("x.html",), ("x.html",)),           # could not
+        rec("d", True, "abstained", ("d.html",), ()),             # not answered: not counted
+        rec("u", False, "ok", ("x.html",), ("x.html",)),          # unanswerable: not counted
+    )
+    run = EvalRun("r", "ragcore", "c", {}, recs, summarize([r.result for r in recs]))
+    assert run.citable == (1, 2, 3)
+    from ragcore.eval.report import evidence_lines
+    assert any("r 1 / 2 / 3" in line for line in evidence_lines([run]))
+    li = EvalRun("li", "baseline", "c", {}, recs, run.summary, retrieval_only=True)
+    assert li.citable is None and evidence_lines([li]) == []

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .report import paired_markdown, report_from_dict
+from .report import evidence_lines, paired_markdown, report_from_dict
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = 1
             continue
         print(f"## {path.name}: {report.dataset} on `{report.collection}`\n")
+        print("\n".join(evidence_lines(report.runs)))
         if len(report.runs) < 2:
             print(f"Only one configuration ({report.runs[0].label if report.runs else 'none'}): nothing to compare.\n")
             continue

@@ -351,6 +351,21 @@ def paired_markdown(runs: Sequence[EvalRun]) -> str:
                       "best of both", "answerable: answered", "unanswerable: abstained"], rows)
 
 
+def evidence_lines(runs: Sequence[EvalRun]) -> list[str]:
+    """Evidence recall, and how many answers had a relevant page in their evidence at all."""
+    out = []
+    ev = [(r.label, r.evidence_recall) for r in runs if r.evidence_recall is not None]
+    if ev:
+        out += ["Evidence recall (share of relevant documents among the top-K evidence the composer saw): "
+                + "; ".join(f"{lab} {v:.3f}" for lab, v in ev) + ".", ""]
+    cit = [(r.label, *r.citable) for r in runs if r.citable is not None and r.citable[2]]
+    if cit:
+        out += ["Answers citing a relevant page / answers whose evidence holds one / answers (judged answerable "
+                "questions; the second bounds the first whatever page is cited): "
+                + "; ".join(f"{lab} {c} / {h} / {n}" for lab, c, h, n in cit) + ".", ""]
+    return out
+
+
 def _stage_latency_markdown(runs: Sequence[EvalRun]) -> str:
     stages: list[str] = []
     for r in runs:
@@ -427,10 +442,7 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
         "",
     ]
     out += [_stage_latency_markdown(report.runs), ""]
-    ev = [(r.label, r.evidence_recall) for r in report.runs if r.evidence_recall is not None]
-    if ev:
-        out += ["Evidence recall (share of relevant documents among the top-K evidence the composer saw): "
-                + "; ".join(f"{lab} {v:.3f}" for lab, v in ev) + ".", ""]
+    out += evidence_lines(report.runs)
 
     for g in report.sweeps:
         out += [f"## Sweep: {g.key}", ""]
@@ -459,4 +471,4 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
 
 
 
-__all__ += ["paired_markdown", "comparison_markdown", "run_dict", "METRIC_LABELS"]
+__all__ += ["evidence_lines", "paired_markdown", "comparison_markdown", "run_dict", "METRIC_LABELS"]

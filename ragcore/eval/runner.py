@@ -228,6 +228,18 @@ class EvalRun:
                 for r in self.records if r.result.answerable and r.result.relevant_docs]
         return sum(vals) / len(vals) if vals else None
 
+    @property
+    def citable(self) -> tuple[int, int, int] | None:
+        """Over the answered, judged, answerable questions: (answers citing a relevant document,
+        answers whose evidence holds one, answers). The second bounds the first whatever page the
+        composer picks to cite: a ceiling set by retrieval. ``None`` for retrieval-only runs."""
+        if self.retrieval_only:
+            return None
+        answered = [r for r in self.records if r.result.answerable and r.result.relevant_docs and r.result.answered]
+        cited = sum(1 for r in answered if set(r.result.cited_docs) & set(r.result.relevant_docs))
+        held = sum(1 for r in answered if set(r.evidence_docs) & set(r.result.relevant_docs))
+        return cited, held, len(answered)
+
     def metrics(self) -> dict[str, Any]:
         """The summary as a flat dict (plus ``evidence_recall``; answer metrics are ``None``
         for retrieval-only runs)."""
