@@ -123,3 +123,14 @@ def test_citable_bounds_answers_citing_a_relevant_page() -> None:
     assert any("r 1 / 2 / 3" in line for line in evidence_lines([run]))
     li = EvalRun("li", "baseline", "c", {}, recs, run.summary, retrieval_only=True)
     assert li.citable is None and evidence_lines([li]) == []
+
+
+def test_terminal_lines() -> None:
+    from ragcore.eval.report import paired_lines
+    run = _run("run", [("q1", True, "ok", ("x.html", "q1.html")), *[(q, a, s, d) for q, a, s, d in [
+        ("q2", True, "ok", ("x.html", "q2.html")), ("q3", True, "abstained", ("x.html", "y.html")),
+        ("q4", True, "ok", ("q4.html",)), ("u1", False, "ok", ("x.html",)), ("u2", False, "abstained", ("x.html",))]]])
+    (line,) = paired_lines([BASE, run])
+    assert line == ("  run: 0 better / 1 worse / 3 same (sign test p 1.00); nDCG@10 0.658 -> 0.565, best of both 0.658; "
+                    "answered +0 -0, abstained (unanswerable) +0 -0")
+    assert paired_lines([BASE]) == []

@@ -162,7 +162,7 @@ def _write_and_print(args: argparse.Namespace, report, settings) -> None:
 
 
 def _summary(report) -> str:
-    from .report import format_table, latency_table
+    from .report import format_table, latency_table, paired_lines
 
     r0 = report.runs[0]
     out = [f"{report.dataset}: {r0.summary.n_answerable} answerable + {r0.summary.n_unanswerable} unanswerable questions "
@@ -170,5 +170,7 @@ def _summary(report) -> str:
            format_table(report.runs), "\nlatency per stage, ms (p50/p95):", latency_table(report.runs)]
     for g in report.sweeps:
         out.append(f"\nsweep {g.key}: " + ", ".join(f"{v} -> {lab!r}" for v, lab in zip(g.values, g.labels)))
+    if len(report.runs) > 1:
+        out += [f"\nagainst the base ({report.runs[0].label}), question by question:", *paired_lines(report.runs)]
     out += [f"note: {n}" for n in report.notes + [f"{r.label}: {n}" for r in report.runs for n in r.notes]]
     return "\n".join(out)

@@ -375,6 +375,17 @@ def _stage_latency_markdown(runs: Sequence[EvalRun]) -> str:
                     if s in r.summary.latency_p50_ms else "–" for s in stages)] for r in runs])
 
 
+def paired_lines(runs: Sequence[EvalRun]) -> list[str]:
+    """The terminal form of :func:`paired_markdown`: one line per run after the first."""
+    out = []
+    for d in paired_deltas(runs):
+        p = "-" if d.sign_p is None else f"{d.sign_p:.2f}"
+        out.append(f"  {d.label}: {d.better} better / {d.worse} worse / {d.same} same (sign test p {p}); nDCG@10 "
+                   f"{_fmt(d.ndcg_base)} -> {_fmt(d.ndcg_run)}, best of both {_fmt(d.ndcg_best_of_both)}; answered "
+                   f"+{d.answers_gained} -{d.answers_lost}, abstained (unanswerable) +{d.abstains_gained} -{d.abstains_lost}")
+    return out
+
+
 def _paired_section(runs: Sequence[EvalRun]) -> list[str]:
     if len(runs) < 2:
         return []
@@ -471,4 +482,4 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
 
 
 
-__all__ += ["evidence_lines", "paired_markdown", "comparison_markdown", "run_dict", "METRIC_LABELS"]
+__all__ += ["evidence_lines", "paired_lines", "paired_markdown", "comparison_markdown", "run_dict", "METRIC_LABELS"]
