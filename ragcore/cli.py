@@ -24,6 +24,22 @@ def _engine(settings: RagcoreSettings, *, preload: bool = False):
     return Engine(settings, encoder=encoder)
 
 
+def _copy_old_store(engine, *, quiet: bool = False) -> None:
+    """An older version's local-mode folder is copied into Qdrant Edge on the first open
+    (edge_migrate.py): say so on stderr, one line per collection, instead of a silent pause."""
+    if not engine.store.migration_pending():
+        return
+    if not quiet:
+        print("copying this data folder's collections into Qdrant Edge, once (the old folder is left as it was)",
+              file=sys.stderr)
+
+    def done(name: str, n: int, total: int) -> None:
+        if n >= total and not quiet:
+            print(f"  {term_safe(name)}: {n} points", file=sys.stderr)
+
+    engine.store.migrate_pending_copy(done)
+
+
 # ------------------------------------------------------------------ ingest
 
 
@@ -32,6 +48,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     s = settings_from_args(args)
     engine = _engine(s)
+    _copy_old_store(engine, quiet=args.quiet)
     bar = tqdm(total=0, unit="file", disable=args.quiet or not sys.stderr.isatty() and not args.progress, file=sys.stderr)
 
     def progress(done: int, total: int, path: str) -> None:
@@ -212,6 +229,7 @@ def _source_line(c) -> str:
 def cmd_collections(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     engine = _engine(s)
+    _copy_old_store(engine)
     infos = engine.collections()
     bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
     if args.json:

@@ -16,11 +16,16 @@ import json
 import logging
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from .edge_client import EdgeClient
 
 MARKER = "migrated-from-local.json"
 BATCH = 512
+
+# (collection, points copied so far, points in the collection): after each batch, so a caller
+# can show a copy that takes minutes at a million points
+CopyProgress = Callable[[str, int, int], None]
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +43,9 @@ def migration_pending(local: Path, edge_root: Path) -> bool:
     return not (edge_root / MARKER).exists() and bool(_local_collections(local))
 
 
-def migrate_local(local: Path, edge: EdgeClient) -> dict[str, int]:
+def migrate_local(local: Path, edge: EdgeClient, progress: CopyProgress | None = None) -> dict[str, int]:
     """Copy every local-mode collection under ``local`` into ``edge`` (a no-op once done); returns
-    the number of points copied per collection."""
+    the number of points copied per collection. ``progress`` hears of each batch."""
     marker = edge.root / MARKER
     if marker.exists():
         return {}
@@ -53,7 +58,7 @@ def migrate_local(local: Path, edge: EdgeClient) -> dict[str, int]:
         source = QdrantClient(path=str(local))
         try:
             for name in names:
-                copied[name] = _copy(source, edge, name)
+                copied[name] = _copy(source, edge, name, progress)
         finally:
             source.close()
     marker.write_text(json.dumps({
@@ -63,8 +68,9 @@ def migrate_local(local: Path, edge: EdgeClient) -> dict[str, int]:
     return copied
 
 
-def _copy(source, edge: EdgeClient, name: str) -> int:
+def _copy(source, edge: EdgeClient, name: str, progress: CopyProgress | None) -> int:
     params = source.get_collection(name).config.params
+    total = source.count(name, exact=True).count
     if edge.collection_exists(name):  # a copy an earlier open did not finish
         edge.delete_collection(name)
     edge.create_collection(name, vectors_config=params.vectors, sparse_vectors_config=params.sparse_vectors)
@@ -74,5 +80,7 @@ def _copy(source, edge: EdgeClient, name: str) -> int:
         points, offset = source.scroll(name, limit=BATCH, offset=offset, with_payload=True, with_vectors=True)
         edge.upsert(name, points)
         n += len(points)
+        if progress is not None:
+            progress(name, n, total)
         if offset is None:
             return n

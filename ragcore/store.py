@@ -47,6 +47,8 @@ from .types import Chunk, CollectionInfo
 if TYPE_CHECKING:  # qdrant_client costs ~1 s to import: only writes and fallback reads need it
     from qdrant_client import QdrantClient
 
+    from .edge_migrate import CopyProgress
+
 T = TypeVar("T")
 
 DENSE = "dense"
@@ -168,6 +170,7 @@ class Store:
         self._owned = False  # the client was opened by a session, which closes it
         self._dirty: set[str] = set()  # collections written since their last snapshot
         self._rebuild_lock = threading.Lock()
+        self._copy_progress: CopyProgress | None = None  # set only inside migrate_pending_copy
         use = self.is_embedded and client is None and getattr(settings, "snapshots", True)
         self.is_edge = self.is_embedded and client is None and settings.embedded_engine == "edge"
         self.snapshots = SnapshotFiles(Path(settings.data_dir) / "snapshots") if use else None
@@ -216,6 +219,27 @@ class Store:
         """The embedded store's folder (Edge's or local mode's)."""
         return self.settings.store_path
 
+    def migration_pending(self) -> bool:
+        """Whether opening this store will first copy an older local-mode folder into Qdrant Edge
+        (once; edge_migrate.py). Two file checks: nothing is opened."""
+        from .edge_migrate import migration_pending
+
+        return self.is_edge and self._client is None and migration_pending(self.settings.qdrant_path, self.path)
+
+    def migrate_pending_copy(self, progress: CopyProgress | None = None) -> bool:
+        """Open the store now, so that the one-time copy runs here with ``progress`` rather than
+        silently inside whatever first needs the store; returns whether a copy was pending."""
+        if not self.migration_pending():
+            return False
+        with self._lock:
+            self._copy_progress = progress
+            try:
+                with self.session(write=False):
+                    pass
+            finally:
+                self._copy_progress = None
+        return True
+
     def _open(self) -> QdrantClient:
         s = self.settings
         if self.is_edge:
@@ -256,7 +280,7 @@ class Store:
                     raise StoreError(_busy_message(path)) from exc
                 continue
             try:
-                migrate_local(self.settings.qdrant_path, client)
+                migrate_local(self.settings.qdrant_path, client, self._copy_progress)
             except BaseException:
                 client.close()
                 raise

@@ -168,6 +168,68 @@ def test_a_local_mode_folder_is_copied_over_once_and_left_as_it_was(tmp_path: Pa
     assert sorted(p.relative_to(data) for p in (data / "qdrant").rglob("*") if p.is_file()) == local_files
 
 
+def _old_local_folder(tmp_path: Path, make_engine) -> Path:
+    """A data folder as a version before Edge left it: collection "g" in local mode only."""
+    data = tmp_path / "data"
+    old = make_engine(data_dir=data, embedded_engine="local")
+    old.ingest([write_corpus(tmp_path / "corpus", FILES)], "g", calibrate=False)
+    old.close()
+    return data
+
+
+def test_the_copy_can_run_up_front_with_progress(tmp_path: Path, make_engine) -> None:
+    data = _old_local_folder(tmp_path, make_engine)
+    store = Store(RagcoreSettings(data_dir=data))
+    seen: list[tuple[str, int, int]] = []
+    try:
+        assert store.migration_pending()
+        assert store.migrate_pending_copy(lambda *a: seen.append(a)) is True
+        assert ("g", 2, 2) in seen and all(0 <= n <= total for _, n, total in seen)
+        assert not store.migration_pending() and store.migrate_pending_copy() is False
+        assert store.collection_names() == ["g"] and store.count("g") == 2
+    finally:
+        store.close()
+
+
+def test_the_cli_says_the_copy_is_running(tmp_path: Path, make_engine, monkeypatch, capsys) -> None:
+    from ragcore.cli import main
+
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(_old_local_folder(tmp_path, make_engine)))
+    assert main(["collections"]) == 0
+    cap = capsys.readouterr()
+    assert "copying this data folder's collections into Qdrant Edge, once" in cap.err and "  g: 2 points" in cap.err
+    assert "g" in cap.out
+    assert main(["collections"]) == 0  # done once: nothing more to say
+    assert "copying" not in capsys.readouterr().err
+
+
+def _app_copies(data_dir: str) -> None:
+    from ragcore.config import RagcoreSettings
+    from ragcore.store import Store
+    from ui.state import _copy_old_store
+
+    store = Store(RagcoreSettings(data_dir=data_dir))
+    try:
+        _copy_old_store(store)
+    finally:
+        store.close()
+
+
+def test_the_app_shows_the_copy_moving(tmp_path: Path, make_engine) -> None:
+    """ui.state's first-start step in a real Streamlit script run (AppTest), on an old folder."""
+    from streamlit.testing.v1 import AppTest
+
+    data = _old_local_folder(tmp_path, make_engine)
+    at = AppTest.from_function(_app_copies, args=(str(data),), default_timeout=120).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (box,) = at.status
+    assert box.label == "Copied this data folder's collections into Qdrant Edge." and box.state == "complete"
+    assert "g: 2 of 2 points copied" in [t.value for t in at.text]
+    assert not migration_pending(data / "qdrant", data / "qdrant-edge")
+    at.run()  # a rerun on the copied folder shows nothing
+    assert not at.status
+
+
 def test_an_interrupted_copy_is_done_again_from_the_start(tmp_path: Path, make_engine) -> None:
     data = tmp_path / "data"
     old = make_engine(data_dir=data, embedded_engine="local")

@@ -169,6 +169,7 @@ def ensure_demo(rt: Runtime) -> None:
         if rt.demo_checked:
             return
         try:
+            _copy_old_store(rt.engine.store)
             with st.spinner("Preparing the demo collection 'guide' (first start: ingesting the user guide, about 20 s)…", show_time=True):
                 rt.demo_report = ensure_demo_collection(rt.engine)
                 rt.engine.encoder.encode(["warm up the embedding model"])
@@ -184,6 +185,24 @@ def ensure_demo(rt: Runtime) -> None:
     elif rt.demo_report is not None:
         r = rt.demo_report
         st.toast(f"Ingested the user guide into 'guide': {r.count('added')} files, {r.chunks_written} chunks in {r.seconds:.0f} s.")
+
+
+def _copy_old_store(store) -> None:
+    """A data folder an older version wrote in local mode is copied into Qdrant Edge once, on the
+    first open (edge_migrate.py): minutes at a million points, so say so and show it moving."""
+    if not store.migration_pending():
+        return
+    with st.status("Copying this data folder's collections into Qdrant Edge: once, on the first start of "
+                   "this version (the old folder is left as it was)…", expanded=True) as box:
+        lines: dict[str, Any] = {}  # one line per collection, updated batch by batch
+
+        def show(name: str, n: int, total: int) -> None:
+            if name not in lines:
+                lines[name] = st.empty()
+            lines[name].text(f"{name}: {n:,} of {total:,} points copied")
+
+        store.migrate_pending_copy(show)
+        box.update(label="Copied this data folder's collections into Qdrant Edge.", state="complete", expanded=False)
 
 
 def start_warmup(rt: Runtime, collection: str, *, sentences: bool = True) -> None:
