@@ -1,4 +1,4 @@
-"""Measure the label-free abstain bar (ragcore/autocalibrate.py) against a labelled QA set.
+"""Measure the label-free abstain bar (ragcore/abstain/autocalibrate.py) against a labelled QA set.
 
 For one collection (a copy: the labelled calibration is removed from it), this scores every
 question of the QA set once, then for several sampling seeds generates the calibration
@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragcore import autocalibrate as ac
-from ragcore.answerability import Support
-from ragcore.config import RagcoreSettings
-from ragcore.embeddings import OnnxMiniLM
+from ragcore.abstain import autocalibrate as ac
+from ragcore.abstain.answerability import Support
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.eval.dataset import load_dataset
-from ragcore.pipeline import Engine
+from ragcore.engine.engine import Engine
 from ragcore.retrieval import HybridSearch
-from ragcore.store import Store
+from ragcore.storage.store import Store
 
 N_SEEDS = 8  # sampling seeds ac.SEED, ac.SEED + 1, …
 

@@ -31,9 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ragcore.config import RagcoreSettings
-from ragcore.embeddings import OnnxMiniLM
-from ragcore.pipeline import Engine
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.engine.engine import Engine
 from tests.test_verbatim import (
     DJANGO_LIST_QUESTIONS,
     DJANGO_PAGES,

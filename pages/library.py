@@ -14,8 +14,8 @@ import re
 import pandas as pd
 import streamlit as st
 
-from ragcore.ingest.loaders import kind_for
-from ragcore.selection import selection_problem
+from ragcore.ingest.read.loaders import kind_for
+from ragcore.engine.selection import selection_problem
 from ui import library_admin, state, streaming
 from ui.notebook import Cell
 from ui.cells import render_cell

@@ -11,7 +11,7 @@ shell.ensure_frame()
 
 import streamlit as st
 
-from ragcore.selection import selection_problem
+from ragcore.engine.selection import selection_problem
 from ui import state, streaming
 from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
 from ui.cells import MAX_QUESTION_CHARS, render_cell

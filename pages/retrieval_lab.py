@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from ragcore.pipeline import Engine
+from ragcore.engine.engine import Engine
 from ragcore.types import Candidate, RetrievalResult
 from ui import state
 from ui.probe import SIGNAL_HELP, probe, signal_cells
@@ -39,7 +39,7 @@ ss.setdefault("lab_dense_weight", float(base.dense_weight))
 ss.setdefault("lab_candidates", int(base.candidates))
 ss.setdefault("lab_dedupe", bool(base.dedupe))
 ss.setdefault("lab_queries", 0)
-# the retrieval signals (ragcore/config.py): fielded BM25, documents then passages, expansion
+# the retrieval signals (ragcore/settings/config.py): fielded BM25, documents then passages, expansion
 SIGNALS = ("field_weight", "doc_decay", "per_doc", "named_weight", "doc_title_weight", "prf_terms", "prf_docs", "prf_weight")
 for _f in SIGNALS:
     ss.setdefault(f"lab_{_f}", getattr(base, _f))
@@ -95,7 +95,7 @@ def fusion_controls() -> None:
 
 
 def signal_controls() -> None:
-    """The three retrieval signals (ragcore/config.py), the lab's own like every other control here."""
+    """The three retrieval signals (ragcore/settings/config.py), the lab's own like every other control here."""
     st.caption("Each signal's scores show in the table while it is on.")
     state.bound(st.number_input, "Field weight (titles, sections, anchors, file names)", "lab_field_weight", key="lab_fw_w",
                 min_value=0.0, max_value=10.0, step=0.5, help="Question terms found in a chunk's title, section path, "

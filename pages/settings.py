@@ -14,9 +14,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from ragcore.app_settings import PERSISTED, settings_path, value_of
-from ragcore.config import ConfigError
-from ragcore.redact import redact_url
+from ragcore.settings.app_file import PERSISTED, settings_path, value_of
+from ragcore.settings.config import ConfigError
+from ragcore.safety.redact import redact_url
 from ui import state
 from ui.render import md_code, md_escape, md_inline
 
@@ -87,7 +87,7 @@ with left:
     if test:
         with st.spinner("Contacting the endpoint…"):
             try:
-                from ragcore.synthesis.openai_generator import OpenAIGenerator
+                from ragcore.synthesis.llm.generator import OpenAIGenerator
 
                 ok, message = OpenAIGenerator(llm).check_connection()
             except Exception as exc:  # noqa: BLE001

@@ -12,12 +12,12 @@ from typing import Any
 
 _EXPORTS = {
     # settings
-    "RagcoreSettings": "ragcore.config",
-    "LlmSettings": "ragcore.config",
-    "ConfigError": "ragcore.config",
+    "RagcoreSettings": "ragcore.settings.config",
+    "LlmSettings": "ragcore.settings.config",
+    "ConfigError": "ragcore.settings.config",
     # the engine and its request types
-    "Engine": "ragcore.pipeline",
-    "SelectionInput": "ragcore.stages",
+    "Engine": "ragcore.engine.engine",
+    "SelectionInput": "ragcore.engine.stages",
     # the contract
     "Answer": "ragcore.types",
     "Candidate": "ragcore.types",
@@ -30,11 +30,11 @@ _EXPORTS = {
     "RetrievalResult": "ragcore.types",
     "Validation": "ragcore.types",
     # LlamaIndex components
-    "LineAwareNodeParser": "ragcore.ingest.node_parser",
-    "OnnxMiniLM": "ragcore.embeddings",
-    "OnnxEmbedding": "ragcore.embedding_component",
-    "Store": "ragcore.store",
-    "SnapshotVectorStore": "ragcore.snapshot_vector_store",
+    "LineAwareNodeParser": "ragcore.llamaindex.node_parser",
+    "OnnxMiniLM": "ragcore.encoders.minilm",
+    "OnnxEmbedding": "ragcore.llamaindex.embedding",
+    "Store": "ragcore.storage.store",
+    "SnapshotVectorStore": "ragcore.llamaindex.vector_store",
     "HybridRetriever": "ragcore.retrieval",
     "HybridSearch": "ragcore.retrieval",
     "CosineThreshold": "ragcore.retrieval",
@@ -44,11 +44,11 @@ _EXPORTS = {
     "CitationNumberer": "ragcore.citations",
     "CitationChecker": "ragcore.citations",
     "check_answer": "ragcore.citations",
-    "OpenAICompatibleLLM": "ragcore.llm_adapter",
+    "OpenAICompatibleLLM": "ragcore.llamaindex.llm",
     # synthesis
     "Synthesizer": "ragcore.synthesis.base",
     "Synthesis": "ragcore.synthesis.base",
-    "ExtractiveComposer": "ragcore.synthesis.extractive",
+    "ExtractiveComposer": "ragcore.synthesis.extractive.composer",
 }
 
 __all__ = sorted(_EXPORTS)

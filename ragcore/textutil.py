@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .sparse import STOPWORDS, tokenize
+from ragcore.encoders.sparse import STOPWORDS, tokenize
 
 _ABBREV = {
     "e.g", "i.e", "etc", "vs", "cf", "mr", "mrs", "ms", "dr", "no", "fig", "approx", "incl", "resp", "al", "ca",

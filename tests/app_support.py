@@ -35,7 +35,7 @@ def shared_data_dir() -> Path:
         if "dir" not in _shared:
             d = Path(tempfile.mkdtemp(prefix="ragcore-apptest-"))
             atexit.register(shutil.rmtree, d, ignore_errors=True)
-            from ragcore.bootstrap import ensure_demo_collection
+            from ragcore.engine.demo import ensure_demo_collection
             from ui.state import get_runtime
 
             rt = get_runtime(str(d), None)

@@ -10,13 +10,13 @@ from typing import Callable, Iterator
 
 import pytest
 
-from ragcore.config import RagcoreSettings
-from ragcore.embeddings import OnnxMiniLM
-from ragcore.pipeline import Engine
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.engine.engine import Engine
 from tests.openai_server import openai_server  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parent.parent
-DOCS = REPO / "docs"
+DOCS = REPO / "demo"
 DJANGO = REPO.parent / "shared" / "data" / "django-docs-qa"
 
 
@@ -53,7 +53,7 @@ def make_engine(tmp_path: Path, encoder: OnnxMiniLM) -> Iterator[Callable[..., E
 def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
     """The bundled user guide (docs/) ingested and its abstain bar calibrated, as the app's
     first start does (collection "guide")."""
-    from ragcore.bootstrap import ensure_demo_collection
+    from ragcore.engine.demo import ensure_demo_collection
 
     e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
     ensure_demo_collection(e, "guide")

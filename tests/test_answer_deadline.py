@@ -3,7 +3,7 @@ with the text so far and status "partial" (real scripted OpenAI-protocol server 
 
 from __future__ import annotations
 
-from ragcore.config import LlmSettings
+from ragcore.settings.config import LlmSettings
 from tests.conftest import write_corpus
 from tests.openai_server import Text
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcore.answerability import Support, assess, corpus_support, evidence_cosine, lexical_coverage, unseen_words
-from ragcore.bootstrap import demo_calibration_dir
+from ragcore.abstain.answerability import Support, assess, corpus_support, evidence_cosine, lexical_coverage, unseen_words
+from ragcore.engine.demo import demo_calibration_dir
 from ragcore.eval.calibration import CalibrationError, calibrate
 from ragcore.eval.dataset import load_dataset
 from ragcore.eval.runner import run_config
-from ragcore.pipeline import Engine
-from ragcore.store import TOPICS_COLLECTION
-from ragcore.sections import heading_of
-from ragcore.topics import TopicIndex, TopicMatch
+from ragcore.engine.engine import Engine
+from ragcore.storage.store import TOPICS_COLLECTION
+from ragcore.storage.sections import heading_of
+from ragcore.abstain.topics import TopicIndex, TopicMatch
 from ragcore.types import Candidate, Chunk
 from tests.conftest import write_corpus
 
@@ -271,7 +271,7 @@ def test_bundled_guide_is_calibrated_and_separates_its_questions(guide_engine: E
 
 def test_cli_eval_calibrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`ragcore eval --calibrate` stores the bar with the collection and the run uses it."""
-    from ragcore.cli import main
+    from ragcore.cli.main import main
 
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(tmp_path / "data"))
     assert main(["ingest", str(write_corpus(tmp_path / "corpus", CORPUS)), "-c", "g"]) == 0

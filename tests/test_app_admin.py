@@ -1,5 +1,5 @@
-"""Collection management (ragcore/collections_admin.py) and the persisted settings file
-(ragcore/app_settings.py), against a real Engine over embedded Qdrant in a temp folder."""
+"""Collection management (ragcore/engine/collections_admin.py) and the persisted settings file
+(ragcore/settings/app_file.py), against a real Engine over embedded Qdrant in a temp folder."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 pytestmark = pytest.mark.slow  # real ingests: a few seconds each
 
-from ragcore.app_settings import SettingsFileError, load_app_settings, save_app_settings, settings_path
-from ragcore.collections_admin import (
+from ragcore.settings.app_file import SettingsFileError, load_app_settings, save_app_settings, settings_path
+from ragcore.engine.collections_admin import (
     AdminError, Cancelled, delete_document, is_incomplete, record_cancelled, rename_collection, staleness,
 )
 
@@ -129,7 +129,7 @@ def test_html_viewer_shows_each_source_line_number_once():
 def test_upload_limit_matches_the_file_limit_and_the_evaluate_page_suggests_the_bundled_set():
     import tomllib
 
-    from ragcore.config import RagcoreSettings
+    from ragcore.settings.config import RagcoreSettings
 
     cfg = tomllib.loads((Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml").read_text())
     assert cfg["server"]["maxUploadSize"] * 1_000_000 == RagcoreSettings().max_file_bytes

@@ -36,7 +36,7 @@ def test_citation_link_opens_the_viewer_at_the_cited_lines(app_env):
     assert at.selectbox(key="lib_doc_w").value == DOC
     assert "from the file on disk" in captions(at)
     # the viewer's text is the file's own lines
-    src = open("docs/" + DOC, encoding="utf-8").read().split("\n")
+    src = open("demo/" + DOC, encoding="utf-8").read().split("\n")
     assert re.search(r'data-line="51"><span class="rc-no">51</span><span class="rc-txt">' + re.escape(
         src[50].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#x27;")), html)
 

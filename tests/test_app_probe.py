@@ -1,5 +1,5 @@
 """The "why not retrieved?" probe (ui.probe) reads the path filter exactly as retrieval does
-(ragcore.pathfilter): a comma-separated list of globs, where "ref/" means everything under ref/.
+(ragcore.storage.pathfilter): a comma-separated list of globs, where "ref/" means everything under ref/.
 
 Real parts: the app's shared Engine (embedded Qdrant in a temp folder, the real ONNX model), a
 small three-folder collection ingested once.

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ragcore.config import LlmSettings
+from ragcore.settings.config import LlmSettings
 from ui.notebook import RunRecorder
 from tests.app_support import QUESTION, app_env, shared_runtime  # noqa: F401
 from tests.openai_server import Text

@@ -1,4 +1,4 @@
-"""Label-free calibration of the abstain bar (ragcore/autocalibrate.py): questions generated
+"""Label-free calibration of the abstain bar (ragcore/abstain/autocalibrate.py): questions generated
 from the corpus, the bundled off-topic questions, the bar between them, where it is stored
 and which bar wins. Real parts: the ONNX encoder and embedded Qdrant in a temp folder."""
 
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.autocalibrate import (
+from ragcore.abstain.autocalibrate import (
     AUTO_KEY, BAR_POSITION, AbstainBarInfo, auto_calibrate, bar_info, calibration_scores, choose_bar, clean_heading,
     drop_high_outliers, ensure_auto_calibration, generate_questions, offtopic_questions,
 )
-from ragcore.config import RagcoreSettings
+from ragcore.settings.config import RagcoreSettings
 from ragcore.eval.calibration import calibrate
 from ragcore.eval.dataset import load_dataset
-from ragcore.pipeline import Engine
-from ragcore.sparse import STOPWORDS, tokenize
+from ragcore.engine.engine import Engine
+from ragcore.encoders.sparse import STOPWORDS, tokenize
 from ragcore.types import Chunk
 from tests.conftest import write_corpus
 

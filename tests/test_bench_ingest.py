@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.bench import bench_ingest
+from bench.cli import bench_ingest
 
 
 @pytest.mark.slow
@@ -35,7 +35,7 @@ def test_bench_ingest_reports_wall_tokens_and_the_model_floor(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_bench_cold_times_each_question_in_new_processes_and_records_its_answer(tmp_path: Path, make_engine) -> None:
-    from ragcore.bench import bench_cold
+    from bench.cli import bench_cold
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -55,7 +55,7 @@ def test_bench_cold_times_each_question_in_new_processes_and_records_its_answer(
 
 
 def test_bench_writes_alternates_the_three_stores_on_the_same_chunks(tmp_path: Path, make_engine) -> None:
-    from ragcore.bench_writes import MODES, bench_writes
+    from bench.writes import MODES, bench_writes
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

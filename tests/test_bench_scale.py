@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ragcore import bench_scale as bs
-from ragcore.bench_common import questions as _questions
+from bench.common import questions as _questions
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parent.parent / "demo"
 SIZE = 200  # below the demo corpus's chunk count, so no chunk text repeats
 
 
@@ -61,8 +61,8 @@ def test_numpy_index_scores_match_search_index(workdir: Path) -> None:
     """The persisted index scores exactly as the in-process SearchIndex over the same chunks."""
     import numpy as np
 
-    from ragcore.search_index import SearchIndex
-    from ragcore.store import CollectionData
+    from ragcore.storage.search_index import SearchIndex
+    from ragcore.storage.store import CollectionData
 
     data = bs.load_dataset(workdir, SIZE)
     bs.numpy_write(data, workdir / "np-only")

@@ -1,4 +1,4 @@
-"""The snapshot's chunk table (ragcore/chunk_table.py): rows decoded on demand from
+"""The snapshot's chunk table (ragcore/storage/chunk_table.py): rows decoded on demand from
 chunks.jsonl + chunk_offsets.npy, the persisted columns, and damage detection."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcore.chunk_table import ChunkTable, PackedChunks, TableError, write_table
-from ragcore.snapshot import SparseRows, sparse_columns
+from ragcore.storage.chunk_table import ChunkTable, PackedChunks, TableError, write_table
+from ragcore.storage.snapshot import SparseRows, sparse_columns
 from ragcore.types import Chunk
 
 

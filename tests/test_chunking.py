@@ -22,7 +22,7 @@ from ragcore.ingest.chunking import (
     normalize_ws,
     text_of_lines,
 )
-from ragcore.ingest.loaders import load_bytes, load_file
+from ragcore.ingest.read.loaders import load_bytes, load_file
 from ragcore.types import Chunk, LoadedDocument, SourceLine
 
 DATA = Path(__file__).parent / "data" / "loaders"

@@ -23,8 +23,8 @@ from ragcore.citations import (
     parse_marker,
     source_url,
 )
-from ragcore.embeddings import OnnxMiniLM
-from ragcore.guardrails import is_hedged
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.safety.guardrails import is_hedged
 from ragcore.textutil import content_terms, normalize_ws
 from ragcore.types import Candidate, Chunk, Evidence
 

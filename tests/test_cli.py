@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.cli import main
+from ragcore.cli.main import main
 from tests.conftest import DOCS, write_corpus
 
 
@@ -77,7 +77,7 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
 
     from tests.conftest import REPO
 
-    p = subprocess.Popen([sys.executable, "-m", "ragcore.cli", "ask", "What?", "-c", "nope"], cwd=REPO,
+    p = subprocess.Popen([sys.executable, "-m", "ragcore.cli.main", "ask", "What?", "-c", "nope"], cwd=REPO,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "RAGCORE_DATA_DIR": str(tmp_path / "data")})
     p.stdout.close()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.cli import main
-from ragcore.cli_common import attach_negative_values, dump_json, term_safe
+from ragcore.cli.main import main
+from ragcore.cli.common import attach_negative_values, dump_json, term_safe
 from tests.conftest import DOCS, write_corpus
 
 

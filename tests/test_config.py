@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.config import ConfigError, LlmSettings, RagcoreSettings, known_variables
-from ragcore.synthesis.llm_config import resolve_llm_settings, resolve_llm_settings_with_sources
+from ragcore.settings.config import ConfigError, LlmSettings, RagcoreSettings, known_variables
+from ragcore.settings.llm_config import resolve_llm_settings, resolve_llm_settings_with_sources
 
 # --------------------------------------------------------------------------- environment
 

@@ -14,17 +14,17 @@ import pytest
 from scipy import sparse as sp
 
 from ragcore import dense_codes
-from ragcore.bench_scale import base_chunks
-from ragcore.config import RagcoreSettings
-from ragcore.pathfilter import parse_path_filter, path_matches
+from bench.scale import base_chunks
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.pathfilter import parse_path_filter, path_matches
 from ragcore.retrieval.names import NameIndex
 from ragcore.retrieval.pools import local_pool
-from ragcore.search_index import SearchIndex, qdrant_idf, top_indices
-from ragcore.snapshot import SnapshotFiles, Stamp, sparse_columns
-from ragcore.sparse import Bm25Encoder
-from ragcore.store import embed_text
+from ragcore.storage.search_index import SearchIndex, qdrant_idf, top_indices
+from ragcore.storage.snapshot import SnapshotFiles, Stamp, sparse_columns
+from ragcore.encoders.sparse import Bm25Encoder
+from ragcore.storage.store import embed_text
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parent.parent / "demo"
 N = 200
 pytestmark = pytest.mark.slow  # ~10 s: embedding 200 texts on a loaded 2-core machine
 

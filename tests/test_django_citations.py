@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ragcore.ingest.chunking import normalize_ws, text_of_lines
-from ragcore.ingest.loaders import load_file
-from ragcore.pipeline import Engine
+from ragcore.ingest.read.loaders import load_file
+from ragcore.engine.engine import Engine
 from ragcore.types import Answer
 from tests.conftest import DJANGO, django_subset
 
@@ -71,7 +71,7 @@ def unmarked(sentence: str) -> str:
 
 @pytest.fixture(scope="module")
 def django_answers(tmp_path_factory: pytest.TempPathFactory, encoder) -> tuple[Path, list[tuple[str, str, list[str], Answer]]]:
-    from ragcore.config import RagcoreSettings
+    from ragcore.settings.config import RagcoreSettings
 
     questions = load_questions()
     root = django_subset(tmp_path_factory.mktemp("dj") / "dj", PAGES)

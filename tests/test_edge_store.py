@@ -1,4 +1,4 @@
-"""Qdrant Edge as the embedded store of record (ragcore/edge_client.py, edge_migrate.py): the
+"""Qdrant Edge as the embedded store of record (ragcore/storage/edge_client.py, edge_migrate.py): the
 client speaks the part of QdrantClient's API the Store uses, writes the payload LlamaIndex's
 QdrantVectorStore writes, stamps every write before it happens, lets one process in, and copies a
 local-mode folder over once. Real qdrant-edge-py and real local-mode Qdrant in temp folders, the
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from qdrant_client import models as qm
 
-from ragcore.config import RagcoreSettings
-from ragcore.edge_client import EdgeBusy, EdgeClient, collection_names
-from ragcore.edge_migrate import MARKER, migration_pending
-from ragcore.snapshot import file_stamp
-from ragcore.store import Store
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.edge_client import EdgeBusy, EdgeClient, collection_names
+from ragcore.storage.edge_migrate import MARKER, migration_pending
+from ragcore.storage.snapshot import file_stamp
+from ragcore.storage.store import Store
 from tests.conftest import REPO, write_corpus
 
 FILES = {
@@ -109,7 +109,7 @@ def test_every_write_replaces_the_stamp_before_it_happens(tmp_path: Path) -> Non
 
 HOLD = textwrap.dedent("""
     import sys, time
-    from ragcore.edge_client import EdgeClient
+    from ragcore.storage.edge_client import EdgeClient
     c = EdgeClient(sys.argv[1]); print("holding", flush=True); time.sleep(30)
 """)
 
@@ -192,7 +192,7 @@ def test_the_copy_can_run_up_front_with_progress(tmp_path: Path, make_engine) ->
 
 
 def test_the_cli_says_the_copy_is_running(tmp_path: Path, make_engine, monkeypatch, capsys) -> None:
-    from ragcore.cli import main
+    from ragcore.cli.main import main
 
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(_old_local_folder(tmp_path, make_engine)))
     assert main(["collections"]) == 0
@@ -204,8 +204,8 @@ def test_the_cli_says_the_copy_is_running(tmp_path: Path, make_engine, monkeypat
 
 
 def _app_copies(data_dir: str) -> None:
-    from ragcore.config import RagcoreSettings
-    from ragcore.store import Store
+    from ragcore.settings.config import RagcoreSettings
+    from ragcore.storage.store import Store
     from ui.state import _copy_old_store
 
     store = Store(RagcoreSettings(data_dir=data_dir))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragcore.embedding_component import OnnxEmbedding
-from ragcore.embeddings import DIMENSION, MODEL_NAME, OnnxMiniLM
+from ragcore.llamaindex.embedding import OnnxEmbedding
+from ragcore.encoders.minilm import DIMENSION, MODEL_NAME, OnnxMiniLM
 
 TEXTS = [
     "How do I configure the cache backend?",

@@ -22,7 +22,7 @@ POOL = [
 
 
 def test_doc_view_reads_a_documents_place_from_its_chunks() -> None:
-    from ragcore.sparse import tokenize
+    from ragcore.encoders.sparse import tokenize
 
     terms = set(tokenize("login cookie domain session"))
     rel, win = doc_view("rel.html", POOL, terms), doc_view("win.html", POOL, terms)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.config import RagcoreSettings
+from ragcore.settings.config import RagcoreSettings
 from ragcore.eval.baselines import (
     BM25_LABEL, LLAMAINDEX_LABEL, BaselineAnswer, BaselineHit, LlamaIndexBaseline, baseline_record,
 )
@@ -66,7 +66,7 @@ def _metric_ranges(m: dict) -> None:
 
 def _eval_parser() -> argparse.ArgumentParser:
     """``ragcore``'s parser with the eval subcommand (added here if cli.py does not yet)."""
-    from ragcore.cli import build_parser
+    from ragcore.cli.main import build_parser
 
     p = build_parser()
     sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
@@ -163,10 +163,10 @@ def test_eval_end_to_end(tmp_path: Path, make_engine, encoder, monkeypatch, caps
     # the CLI on the same store (the engine lets go of the embedded folder first), with the
     # session's encoder and its warm cache so that this part takes a second
     engine.close()
-    import ragcore.pipeline
+    import ragcore.engine.engine
 
-    real_engine = ragcore.pipeline.Engine
-    monkeypatch.setattr(ragcore.pipeline, "Engine", lambda s: real_engine(s, encoder=encoder))
+    real_engine = ragcore.engine.engine.Engine
+    monkeypatch.setattr(ragcore.engine.engine, "Engine", lambda s: real_engine(s, encoder=encoder))
     args = _eval_parser().parse_args([
         "--data-dir", str(data_dir), "eval", str(ds_dir), "--collection", "dj", "--limit", "1", "--top-k", "3",
         "--baselines", "none", "--warm", "--out", str(tmp_path / "cli" / "e.json"), "-q",

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from ragcore.ingest.chunking import text_of_lines
-from ragcore.ingest.loaders import load_file
-from ragcore.pipeline import Engine
+from ragcore.ingest.read.loaders import load_file
+from ragcore.engine.engine import Engine
 from ragcore.types import Answer
 from tests.conftest import write_corpus
 from ui.notebook import Cell, Notebook, NotebookStore, Run, RunRecorder, export_html, export_json, export_markdown
@@ -71,7 +71,7 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, encoder) -> tuple[Path, Notebook]:
-    from ragcore.config import RagcoreSettings
+    from ragcore.settings.config import RagcoreSettings
 
     root = write_corpus(tmp_path_factory.mktemp("exp") / "c", {"deploy.md": HOSTILE, "sensors.html": PAGE})
     engine = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("exp-data"), threshold=-1.0), encoder=encoder)

@@ -10,9 +10,9 @@ import threading
 import pytest
 
 from ragcore.ingest.chunking import text_of_lines
-from ragcore.ingest.loaders import load_file
-from ragcore.pipeline import Engine, SelectionInput
-from ragcore.synthesis.extractive import ABSTAIN_TEXT
+from ragcore.ingest.read.loaders import load_file
+from ragcore.engine.engine import Engine, SelectionInput
+from ragcore.synthesis.extractive.composer import ABSTAIN_TEXT
 from ragcore.textutil import normalize_ws
 from ragcore.types import Answer, Event
 from tests.conftest import DOCS
@@ -307,7 +307,7 @@ def test_closing_the_generator_stops_it(guide_engine: Engine) -> None:
 
 def test_a_numbered_list_keeps_its_numbers_and_marks_each_items_sentences() -> None:
     """"1." is the item's number, not a sentence: the marker follows the item's sentences."""
-    from ragcore.synthesis.extractive import _marked_list
+    from ragcore.synthesis.extractive.composer import _marked_list
 
     text = ("1. **filter**: the path does not match.\n2. **threshold**: too far. Cut first.\n"
             "- **dense**: the cosine, with its rank in the\n  dense branch.")
@@ -326,8 +326,8 @@ LEANING = (
 
 def test_the_answer_opens_on_a_sentence_that_stands_alone(guide_engine: Engine) -> None:
     """The best-scoring sentence here says "also": it still is quoted, but not as the first line."""
-    from ragcore.synthesis.compose_rules import leans_back
-    from ragcore.synthesis.compose_units import Unit
+    from ragcore.synthesis.extractive.rules import leans_back
+    from ragcore.synthesis.extractive.units import Unit
 
     sel = SelectionInput(LEANING, "notes.md", 1)
     a = guide_engine.ask("How do I define a custom manager for a custom user model?", context="selection", selection=sel)
@@ -355,7 +355,7 @@ def test_the_rest_of_a_sentence_begun_in_a_block_is_not_quoted() -> None:
     """"creates a new tag foo, …" continues a command the page showed above it (in a block the
     chunk does not hold): on its own it is a fragment. A lowercase word that names the file or a
     heading ("git …" in git-tag.html) is a name, and its sentence is kept; so is a list item."""
-    from ragcore.synthesis.extractive import candidates
+    from ragcore.synthesis.extractive.composer import candidates
     from ragcore.types import Chunk, Evidence
 
     text = ("A new tag refers to the commit it was created on.\n\n"
@@ -374,7 +374,7 @@ def test_a_definition_is_quoted_with_its_term() -> None:
     """A <dl> entry as the HTML loader writes it ("- term" then its indented definition): a sentence
     of the definition is quoted from the term on, so it says what it defines; an item that opens
     on a sentence, and prose after the list, are quoted as they are."""
-    from ragcore.synthesis.compose_units import units_of
+    from ragcore.synthesis.extractive.units import units_of
     from ragcore.types import Chunk
 
     text = ("The options are:\n\n- http.maxRequests\n  How many HTTP requests to launch in parallel. Can be overridden by the\n"
@@ -391,7 +391,7 @@ def test_a_definition_is_quoted_with_its_term() -> None:
 def test_each_sentence_of_a_multi_sentence_unit_carries_its_marker() -> None:
     """A definition quoted from its term on, or a list item, can hold several sentences; the checker
     reads each as a claim, so each is followed by the evidence number."""
-    from ragcore.synthesis.extractive import _marked
+    from ragcore.synthesis.extractive.composer import _marked
 
     assert _marked("core.editor Commands use this editor. It wins over VISUAL.", 2) == \
         "core.editor Commands use this editor. [2] It wins over VISUAL. [2]"
@@ -415,7 +415,7 @@ def test_an_answer_quotes_the_page_of_its_best_unit(guide_engine: Engine, answer
 def test_a_selection_is_quoted_beside_the_one_corpus_page(encoder) -> None:
     """In "both" mode the selection's units are never held back by answer_docs; the corpus
     units still come from one page."""
-    from ragcore.synthesis.extractive import ExtractiveComposer
+    from ragcore.synthesis.extractive.composer import ExtractiveComposer
     from ragcore.types import Chunk, Evidence
 
     def ev(n: int, path: str, text: str, origin: str = "corpus") -> Evidence:
@@ -447,7 +447,7 @@ def _one_chunk(text: str, path: str = "fields.md", section: tuple[str, ...] = ("
 def test_a_sentence_that_leans_back_is_quoted_right_after_its_antecedent(encoder) -> None:
     """"Note that this is different than null." alone would make "this" point at whatever the
     answer quoted before it: it comes with the sentence before it in its chunk, right after it."""
-    from ragcore.synthesis.extractive import ExtractiveComposer
+    from ragcore.synthesis.extractive.composer import ExtractiveComposer
 
     text = ("Blank fields are allowed in forms when blank is True.\n"
             "Note that this is different than null, which only affects how the database stores empty fields.\n\n"
@@ -462,7 +462,7 @@ def test_a_sentence_that_leans_back_is_quoted_right_after_its_antecedent(encoder
 def test_a_sentence_whose_antecedent_the_chunk_lacks_is_not_quoted(encoder) -> None:
     """The chunk opens on "However, …" (its antecedent is in the chunk before) and a heading
     separates "This setting…" from the prose above it: neither is quoted, however well it scores."""
-    from ragcore.synthesis.extractive import ExtractiveComposer
+    from ragcore.synthesis.extractive.composer import ExtractiveComposer
 
     text = ("However, the cache timeout can be set per view with the cache_page decorator.\n\n"
             "# CACHE_TIMEOUT\n\n"
@@ -475,7 +475,7 @@ def test_a_sentence_whose_antecedent_the_chunk_lacks_is_not_quoted(encoder) -> N
 
 
 def test_antecedents_count_towards_the_sentence_budget(encoder) -> None:
-    from ragcore.synthesis.extractive import ExtractiveComposer
+    from ragcore.synthesis.extractive.composer import ExtractiveComposer
 
     text = ("Sessions are stored in the database by default.\n"
             "They expire after two weeks unless the session cookie age is changed.\n"
@@ -498,8 +498,8 @@ def test_a_definition_keeps_its_term_on_a_line_of_its_own() -> None:
     is rendered term first, then the definition: run into one line it read as a fragment
     ("DEBUG Whether debug mode is enabled."). Wrapped prose is never taken for a term: a line
     of several words, or one that starts mid-line."""
-    from ragcore.synthesis.compose_units import Picked, units_of
-    from ragcore.synthesis.extractive import render
+    from ragcore.synthesis.extractive.units import Picked, units_of
+    from ragcore.synthesis.extractive.composer import render
     from ragcore.textutil import Span
     from ragcore.types import Chunk
 
@@ -529,7 +529,7 @@ def test_a_two_column_tables_description_is_quoted_with_its_name() -> None:
     """Sphinx writes each <td><p> of a name/description table as a paragraph: the description
     is quoted with the name above it ("loop.previtem" / "The item from the previous…"). An
     admonition's title ("Note"), a heading and a line of code are not names."""
-    from ragcore.synthesis.compose_units import units_of
+    from ragcore.synthesis.extractive.units import units_of
     from ragcore.types import Chunk
 
     text = ("loop.previtem\n\nThe item from the previous iteration of the loop.\n\n"

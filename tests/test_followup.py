@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragcore.followup import is_followup, resolve_offline
+from ragcore.engine.followup import is_followup, resolve_offline
 
 FIRST = "How do I change the similarity threshold?"
 

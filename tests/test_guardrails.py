@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcore.guardrails import (
+from ragcore.safety.guardrails import (
     ABOUT_TOOL_REPLY,
     HEDGE_PATTERNS,
     Route,

@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pytest
 
-from ragcore.ingest.loaders import LoadError, read_bytes
-from ragcore.ingest.pipeline import discover
+from ragcore.ingest.read.loaders import LoadError, read_bytes
+from ragcore.ingest.writer import discover
 from tests.conftest import write_corpus
 
 ROOT_USER = os.name == "posix" and os.geteuid() == 0

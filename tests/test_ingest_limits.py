@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import ragcore.ingest.pipeline as ingest_pipeline
-from ragcore.store import Store
+import ragcore.ingest.writer as ingest_pipeline
+from ragcore.storage.store import Store
 from tests.conftest import write_corpus
 
 

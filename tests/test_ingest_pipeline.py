@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.ingest.loaders import load_file
+from ragcore.ingest.read.loaders import load_file
 from ragcore.ingest.chunking import text_of_lines
 from tests.conftest import write_corpus
 
@@ -121,9 +121,9 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from ragcore.config import RagcoreSettings
-    from ragcore.pipeline import Engine
-    from ragcore.store import Store
+    from ragcore.settings.config import RagcoreSettings
+    from ragcore.engine.engine import Engine
+    from ragcore.storage.store import Store
 
     root, data_dir, where = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     engine = Engine(RagcoreSettings(data_dir=data_dir))

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ragcore.ingest.pipeline as ingest_pipeline
-from ragcore.embeddings import MAX_TOKENS
-from ragcore.store import Store
+import ragcore.ingest.writer as ingest_pipeline
+from ragcore.encoders.minilm import MAX_TOKENS
+from ragcore.storage.store import Store
 from tests.conftest import write_corpus
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ragcore.config import LlmSettings
-from ragcore.injection import defang_links, instruction_phrases
+from ragcore.settings.config import LlmSettings
+from ragcore.safety.injection import defang_links, instruction_phrases
 from tests.conftest import DOCS, write_corpus
 from tests.openai_server import Text
 

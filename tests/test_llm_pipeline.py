@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from ragcore.config import LlmSettings
-from ragcore.pipeline import SelectionInput
+from ragcore.settings.config import LlmSettings
+from ragcore.engine.engine import SelectionInput
 from tests.openai_server import Cut, Hang, HttpError, Text, unused_port
 
 Q = "What does the threshold apply to?"

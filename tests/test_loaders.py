@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.ingest.html import extract_html
-from ragcore.ingest.loaders import (
+from ragcore.ingest.read.html import extract_html
+from ragcore.ingest.read.loaders import (
     SUPPORTED_SUFFIXES,
     LoadError,
     kind_for,
@@ -568,7 +568,7 @@ def test_html_list_is_one_chunk_block_with_its_intro() -> None:
     """The chunker and the composer see the intro and its list together, and the chunk's text
     is still what its lines say (the provenance property)."""
     from ragcore.ingest.chunking import chunk_document, chunk_matches_source
-    from ragcore.synthesis.compose_units import units_of
+    from ragcore.synthesis.extractive.units import units_of
 
     page = "<h1>Auth</h1>\n<p>login_required() does the following:</p>\n<ul>\n<li>If the user isn't logged in,\nredirect.</li>\n<li>Else run the view.</li>\n</ul>\n"
     doc = load_bytes(page.encode(), "auth.html")
@@ -647,7 +647,7 @@ def _timed(fn, *args, **kwargs):
     ],
 )
 def test_huge_headings_are_cheap_and_clipped(name: str, raw: str) -> None:
-    from ragcore.ingest.loaders import MAX_TITLE_CHARS
+    from ragcore.ingest.read.loaders import MAX_TITLE_CHARS
 
     doc, seconds = _timed(load_bytes, raw.encode(), name)
     assert seconds < 3
@@ -667,7 +667,7 @@ def test_deeply_nested_html_is_linear_and_keeps_its_text() -> None:
 
 
 def test_line_limit_refuses_before_building_lines() -> None:
-    from ragcore.ingest.loaders import LineLimitError
+    from ragcore.ingest.read.loaders import LineLimitError
 
     with pytest.raises(LineLimitError, match="1,000 lines of text, over the limit of 999 lines"):
         load_bytes(b"a\n" * 1000, "x.txt", max_lines=999)
@@ -679,7 +679,7 @@ def test_line_limit_refuses_before_building_lines() -> None:
 
 
 def test_read_bytes_stops_at_the_limit(tmp_path: Path) -> None:
-    from ragcore.ingest.loaders import read_bytes
+    from ragcore.ingest.read.loaders import read_bytes
 
     path = write(tmp_path, "a.md", b"x" * 100)
     assert read_bytes(path, max_bytes=100) == b"x" * 100

@@ -1,4 +1,4 @@
-"""qdrant-client's local mode (``RAGCORE_EMBEDDED_ENGINE=local``; the default is Qdrant Edge): its SQLite files in write-ahead-log mode (ragcore/local_storage.py): collections
+"""qdrant-client's local mode (``RAGCORE_EMBEDDED_ENGINE=local``; the default is Qdrant Edge): its SQLite files in write-ahead-log mode (ragcore/storage/local_storage.py): collections
 are written with a log, a write whose frames are still only in the log changes the collection's
 stamp (so a stale snapshot is noticed), and closing the store after a publish does not (so the next
 reader does not rebuild). Real embedded Qdrant in temp folders, the real ONNX model."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ragcore.local_storage import collection_stamp
-from ragcore.snapshot import Stamp, file_stamp
+from ragcore.storage.local_storage import collection_stamp
+from ragcore.storage.snapshot import Stamp, file_stamp
 from tests.conftest import write_corpus
 
 FILES = {

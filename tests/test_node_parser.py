@@ -11,16 +11,16 @@ from llama_index.core import SimpleDirectoryReader
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode
 
-from ragcore.config import RagcoreSettings
+from ragcore.settings.config import RagcoreSettings
 from ragcore.ingest.chunking import chunk_document, normalize_ws
-from ragcore.ingest.loaders import load_bytes, load_file
-from ragcore.ingest.node_parser import (
+from ragcore.ingest.read.loaders import load_bytes, load_file
+from ragcore.llamaindex.node_parser import (
     LINES_KEY,
     LineAwareNodeParser,
     document_from_loaded,
     loaded_from_document,
 )
-from ragcore.nodes import RAGCORE_KEYS, chunk_from_node
+from ragcore.llamaindex.nodes import RAGCORE_KEYS, chunk_from_node
 from ragcore.types import LoadedDocument
 
 DATA = Path(__file__).parent / "data" / "loaders"

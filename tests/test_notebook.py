@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragcore.config import LlmSettings, RagcoreSettings
+from ragcore.settings.config import LlmSettings, RagcoreSettings
 from ui.notebook import (
     FORMAT, MAX_RUNS, Cell, Notebook, NotebookError, NotebookStore, Run, RunRecorder, badges, cells_from_export,
     config_stamp, diff_runs, export_html, export_json, export_markdown,

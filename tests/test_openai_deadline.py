@@ -1,4 +1,4 @@
-"""The whole-answer deadline and stopping in time (ragcore/synthesis/openai_budget.py), against
+"""The whole-answer deadline and stopping in time (ragcore/synthesis/llm/budget.py), against
 the scripted OpenAI-protocol server on 127.0.0.1."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from ragcore.config import LlmSettings
-from ragcore.synthesis.errors import GenerationError
-from ragcore.synthesis.openai_budget import Budget, Stopped, call_until
-from ragcore.synthesis.openai_generator import OpenAIGenerator
+from ragcore.settings.config import LlmSettings
+from ragcore.synthesis.llm.errors import GenerationError
+from ragcore.synthesis.llm.budget import Budget, Stopped, call_until
+from ragcore.synthesis.llm.generator import OpenAIGenerator
 from tests.openai_server import Hang, HttpError, ScriptedOpenAIServer, Text
 
 MESSAGES = [{"role": "user", "content": "Where are sessions stored?"}]

@@ -1,4 +1,4 @@
-"""SDK exceptions → GenerationError (ragcore/synthesis/openai_errors.py).
+"""SDK exceptions → GenerationError (ragcore/synthesis/llm/sdk_errors.py).
 
 The exceptions are the SDK's own classes around real httpx2 requests and responses, as the
 SDK raises them; the end-to-end paths run against the scripted server in
@@ -11,8 +11,8 @@ import httpx2
 import openai
 import pytest
 
-from ragcore.synthesis import openai_errors as errors
-from ragcore.synthesis.openai_stream import EndedEarly, Malformed, RemoteError
+from ragcore.synthesis.llm import sdk_errors as errors
+from ragcore.synthesis.llm.stream import EndedEarly, Malformed, RemoteError
 
 KEY = "sk-live-9f8e7d6c5b4a39281706"
 CTX = errors.ErrorContext(

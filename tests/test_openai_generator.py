@@ -11,12 +11,12 @@ import time
 import httpx
 import pytest
 
-from ragcore.config import LlmSettings
-from ragcore.synthesis.errors import GenerationError
-from ragcore.synthesis.llm_config import resolve_llm_settings, resolve_llm_settings_with_sources
-from ragcore.synthesis.openai_generator import OpenAIGenerator
-from ragcore.synthesis.packing import pack_evidence
-from ragcore.synthesis.prompts import SYSTEM_PROMPT, build_messages
+from ragcore.settings.config import LlmSettings
+from ragcore.synthesis.llm.errors import GenerationError
+from ragcore.settings.llm_config import resolve_llm_settings, resolve_llm_settings_with_sources
+from ragcore.synthesis.llm.generator import OpenAIGenerator
+from ragcore.synthesis.llm.packing import pack_evidence
+from ragcore.synthesis.llm.prompts import SYSTEM_PROMPT, build_messages
 from ragcore.types import Chunk, Evidence
 from tests.openai_server import (
     Cut,

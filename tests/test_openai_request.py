@@ -1,8 +1,8 @@
-"""The request body and the parameters adapted after a 400 (ragcore/synthesis/openai_request.py)."""
+"""The request body and the parameters adapted after a 400 (ragcore/synthesis/llm/request.py)."""
 
 from __future__ import annotations
 
-from ragcore.synthesis.openai_request import RequestShape, responses_body
+from ragcore.synthesis.llm.request import RequestShape, responses_body
 
 
 def test_adapts_max_tokens_once_and_only_for_chat() -> None:

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from ragcore.config import LlmSettings
-from ragcore.synthesis.errors import GenerationError
-from ragcore.synthesis.openai_generator import OpenAIGenerator
+from ragcore.settings.config import LlmSettings
+from ragcore.synthesis.llm.errors import GenerationError
+from ragcore.synthesis.llm.generator import OpenAIGenerator
 from tests.openai_server import Cut, HttpError, ScriptedOpenAIServer, Text
 
 KEY = "sk-proj-Zq81LmN0pQ7rStUvWx42yZaB"

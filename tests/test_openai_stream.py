@@ -1,4 +1,4 @@
-"""Stream events and whole replies → answer text (ragcore/synthesis/openai_stream.py).
+"""Stream events and whole replies → answer text (ragcore/synthesis/llm/stream.py).
 
 Events are the SDK's own pydantic types, built the way the SDK builds them from the wire.
 """
@@ -14,7 +14,7 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
 )
 
-from ragcore.synthesis.openai_stream import (
+from ragcore.synthesis.llm.stream import (
     Malformed,
     RemoteError,
     StreamReader,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from ragcore.synthesis.packing import (
+from ragcore.synthesis.llm.packing import (
     ENCODING_NAME,
     PackedContext,
     count_tokens,
@@ -15,7 +15,7 @@ from ragcore.synthesis.packing import (
     tiktoken_cache_dir,
     truncate_to_tokens,
 )
-from ragcore.synthesis.prompts import (
+from ragcore.synthesis.llm.prompts import (
     SELECTION_PRIMARY_NOTE,
     SYSTEM_PROMPT,
     build_messages,

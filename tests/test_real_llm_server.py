@@ -20,8 +20,8 @@ import urllib.request
 
 import pytest
 
-from ragcore.config import LlmSettings
-from ragcore.testing.scripted_openai import unused_port
+from ragcore.settings.config import LlmSettings
+from tests.support.scripted_openai import unused_port
 from tests.conftest import write_corpus
 
 pytestmark = [

@@ -10,9 +10,9 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from ragcore.config import RagcoreSettings
-from ragcore.embeddings import OnnxMiniLM
-from ragcore.pipeline import Engine
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.engine.engine import Engine
 from ragcore.retrieval import apply_cuts, fuse, rank_score_kind
 from ragcore.retrieval.pools import local_pool, server_pool
 from ragcore.types import RetrievalResult

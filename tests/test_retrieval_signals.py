@@ -12,14 +12,14 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from ragcore.config import ConfigError, RagcoreSettings
-from ragcore.embeddings import OnnxMiniLM
-from ragcore.pipeline import Engine
+from ragcore.settings.config import ConfigError, RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.engine.engine import Engine
 from ragcore.retrieval.documents import rank_documents
 from ragcore.retrieval.expansion import expanded_query, expansion_terms
 from ragcore.retrieval.fields import FieldIndex, field_texts
 from ragcore.retrieval.names import command_names, heading_identifiers, text_names
-from ragcore.sparse import Bm25Encoder, term_index
+from ragcore.encoders.sparse import Bm25Encoder, term_index
 from ragcore.types import Candidate, Chunk, RetrievalResult
 from tests.conftest import write_corpus
 

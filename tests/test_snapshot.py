@@ -1,4 +1,4 @@
-"""Query snapshots (ragcore/snapshot.py): a question reads plain files written after each write,
+"""Query snapshots (ragcore/storage/snapshot.py): a question reads plain files written after each write,
 never embedded Qdrant, and a snapshot that no longer matches the store is rebuilt.
 Real embedded Qdrant in temp folders, the real ONNX model."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcore.collections_admin import delete_document, rename_collection, staleness
-from ragcore.search_index import SearchIndex
-from ragcore.snapshot import FORMAT, MANIFEST
-from ragcore.topics import TopicIndex
+from ragcore.engine.collections_admin import delete_document, rename_collection, staleness
+from ragcore.storage.search_index import SearchIndex
+from ragcore.storage.snapshot import FORMAT, MANIFEST
+from ragcore.abstain.topics import TopicIndex
 from tests.conftest import REPO, write_corpus
 
 FILES = {
@@ -143,8 +143,8 @@ def test_the_app_and_a_question_never_scan_every_chunk_of_a_snapshot(
     """At a million chunks a scan of the rows takes ~14 s: what the first question (topic index,
     named pages, path filter), the library (documents, one document) and ingest (document hashes)
     read comes from columns written at publish, and equals what the rows say."""
-    from ragcore.chunk_table import ChunkTable
-    from ragcore.sections import first_places, section_ref
+    from ragcore.storage.chunk_table import ChunkTable
+    from ragcore.storage.sections import first_places, section_ref
 
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g")
@@ -273,7 +273,7 @@ def test_cli_ingest_while_an_engine_is_open_then_it_answers_from_the_new_version
     assert all(c.chunk.path != "ops/restore.md" for c in before.candidates)
     (corpus / "ops" / "restore.md").write_text("# Restore\n\n## Restoring\n\nRestoring a backup takes ten minutes.\n")
     env = {**os.environ, "RAGCORE_DATA_DIR": str(data)}
-    cli = subprocess.run([sys.executable, "-m", "ragcore.cli", "ingest", str(corpus), "-c", "g", "--no-calibrate"],
+    cli = subprocess.run([sys.executable, "-m", "ragcore.cli.main", "ingest", str(corpus), "-c", "g", "--no-calibrate"],
                          env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert "1 added" in cli.stdout
@@ -290,8 +290,8 @@ def test_cold_cli_ask_does_not_import_qdrant_or_llama_index(tmp_path: Path, corp
     plain code: neither Qdrant's client nor LlamaIndex (~2 s of import) nor scipy (~0.3 s) is loaded."""
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
-    code = ("import sys; from ragcore.cli import main; rc = main(['ask', 'When should I prune roses?', '-c', 'g']); "
-            "print('RC', rc, 'qdrant_client' in sys.modules, 'ragcore.bench' in sys.modules, "
+    code = ("import sys; from ragcore.cli.main import main; rc = main(['ask', 'When should I prune roses?', '-c', 'g']); "
+            "print('RC', rc, 'qdrant_client' in sys.modules, 'bench.cli' in sys.modules, "
             "any(m.startswith('llama_index') for m in sys.modules), 'scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RAGCORE_DATA_DIR": str(data)}, cwd=REPO,
                          capture_output=True, text=True, timeout=300)
@@ -306,7 +306,7 @@ def test_cli_ask_ends_without_teardown_only_when_it_opened_no_store(tmp_path: Pa
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
     code = ("import atexit, sys; atexit.register(lambda: print('TEARDOWN', file=sys.stderr)); "
-            "from ragcore.cli import run; sys.argv = ['ragcore', 'ask', 'When should I prune roses?', '-c', 'g', '--json']; run()")
+            "from ragcore.cli.main import run; sys.argv = ['ragcore', 'ask', 'When should I prune roses?', '-c', 'g', '--json']; run()")
     for snapshots, teardown in (("1", False), ("0", True)):
         out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
                              env={**os.environ, "RAGCORE_DATA_DIR": str(data), "RAGCORE_SNAPSHOTS": snapshots})
@@ -322,7 +322,7 @@ def test_cli_ask_that_fails_at_once_waits_for_the_model_and_exits_cleanly(tmp_pa
     the process must end with the error and exit code 1, not abort in onnxruntime (exit 134,
     "std::bad_alloc"), which it did about one time in three."""
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-m", "ragcore.cli", "ask", "What?", "-c", "nope"], cwd=REPO,
+        out = subprocess.run([sys.executable, "-m", "ragcore.cli.main", "ask", "What?", "-c", "nope"], cwd=REPO,
                              capture_output=True, text=True, timeout=300,
                              env={**os.environ, "RAGCORE_DATA_DIR": str(tmp_path / "data")})
         assert out.returncode == 1, (out.returncode, out.stderr[-1000:])
@@ -331,8 +331,8 @@ def test_cli_ask_that_fails_at_once_waits_for_the_model_and_exits_cleanly(tmp_pa
 
 WRITER = """
 import sys, time
-from ragcore.config import RagcoreSettings
-from ragcore.store import Store
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.store import Store
 st = Store(RagcoreSettings(data_dir=sys.argv[1], snapshots=False))
 with st.session():  # a write under way: the folder is locked, the collection changed, nothing published yet
     st.delete_points("g", [r.id for r in st.point_refs("g") if r.path == "kitchen/bread.md"])
@@ -344,7 +344,7 @@ with st.session():  # a write under way: the folder is locked, the collection ch
 def test_readers_are_served_the_last_snapshot_while_another_process_writes(
     tmp_path: Path, corpus: Path, make_engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragcore import store as store_mod
+    from ragcore.storage import store as store_mod
 
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)

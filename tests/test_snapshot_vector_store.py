@@ -18,9 +18,9 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
 )
 
-from ragcore.embedding_component import OnnxEmbedding
-from ragcore.snapshot_vector_store import SnapshotVectorStore
-from ragcore.store import point_id
+from ragcore.llamaindex.embedding import OnnxEmbedding
+from ragcore.llamaindex.vector_store import SnapshotVectorStore
+from ragcore.storage.store import point_id
 from tests.conftest import write_corpus
 
 CORPUS = {

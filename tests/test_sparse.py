@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcore.sparse import B, K1, STOPWORDS, Bm25Encoder, SparseVec, term_index, tokenize
+from ragcore.encoders.sparse import B, K1, STOPWORDS, Bm25Encoder, SparseVec, term_index, tokenize
 
 
 # --------------------------------------------------------------------------- tokenize

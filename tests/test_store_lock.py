@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from ragcore import store as store_mod
-from ragcore.config import RagcoreSettings
-from ragcore.store import Store, StoreError
+from ragcore.storage import store as store_mod
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.store import Store, StoreError
 from tests.conftest import REPO, write_corpus
 
 HOLD = textwrap.dedent("""
     import sys, time
-    from ragcore.config import RagcoreSettings
-    from ragcore.store import Store
+    from ragcore.settings.config import RagcoreSettings
+    from ragcore.storage.store import Store
     st = Store(RagcoreSettings(data_dir=sys.argv[1]))
     st.client  # opens the folder and takes its lock
     print("holding", flush=True)
@@ -80,7 +80,7 @@ def test_busy_store_fails_clearly_after_the_wait(tmp_path: Path, monkeypatch: py
 def test_concurrent_cli_asks_all_answer(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "c", {"a.md": "# Notes\n\nThe backup runs every night at two o'clock.\n"})
     env = {**os.environ, "RAGCORE_DATA_DIR": str(tmp_path / "data")}
-    cli = [sys.executable, "-m", "ragcore.cli"]
+    cli = [sys.executable, "-m", "ragcore.cli.main"]
     subprocess.run([*cli, "ingest", str(corpus), "-c", "n"], env=env, check=True, capture_output=True, cwd=REPO)
     asks = [subprocess.Popen([*cli, "ask", "When does the backup run?", "-c", "n", "--json"], env=env, cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]

@@ -38,8 +38,8 @@ import pytest
 
 from ragcore.citations.markers import MARKER_RE, map_prose, markers_in
 from ragcore.ingest.chunking import text_of_lines
-from ragcore.ingest.loaders import load_file
-from ragcore.pipeline import Engine
+from ragcore.ingest.read.loaders import load_file
+from ragcore.engine.engine import Engine
 from ragcore.textutil import sentence_spans
 from ragcore.types import Answer
 from tests.conftest import DOCS, REPO, django_subset, write_corpus
@@ -495,7 +495,7 @@ def test_guide_answers_are_verbatim(guide_engine: Engine) -> None:
 
 @pytest.fixture(scope="module")
 def local_engine(tmp_path_factory: pytest.TempPathFactory, encoder) -> tuple[Path, Engine]:
-    from ragcore.config import RagcoreSettings
+    from ragcore.settings.config import RagcoreSettings
 
     root = write_corpus(tmp_path_factory.mktemp("local") / "c", {"manual.rst": RST, "limiter.py": CODE, "chart.js": JS})
     engine = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("local-data")), encoder=encoder)
@@ -522,7 +522,7 @@ def test_rest_literal_block_comes_with_its_sentence(local_engine: tuple[Path, En
 
 
 def test_django_html_answers_are_verbatim(tmp_path_factory: pytest.TempPathFactory, encoder) -> None:
-    from ragcore.config import RagcoreSettings
+    from ragcore.settings.config import RagcoreSettings
 
     root = django_subset(tmp_path_factory.mktemp("djv") / "dj", DJANGO_PAGES)
     engine = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("djv-data")), encoder=encoder)
@@ -556,7 +556,7 @@ def test_django_html_answers_are_verbatim(tmp_path_factory: pytest.TempPathFacto
 
 
 def ask_all(root: Path, pages: list[str], questions: list[str], tmp: Path, encoder) -> list[Answer]:
-    from ragcore.config import RagcoreSettings
+    from ragcore.settings.config import RagcoreSettings
 
     corpus = tmp / "corpus"
     corpus.mkdir()

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import pandas as pd
 import streamlit as st
 
-from ragcore.answerability import describe
+from ragcore.abstain.answerability import describe
 
 from .htmltable import CUT_LABELS, Column, cut_reason, table_html
 from .notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs, locator

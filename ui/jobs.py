@@ -3,7 +3,7 @@
 The ingest runs in a thread of the app's process (one at a time), so a page rerun, another
 page or another browser session never aborts it. ``Engine.ingest(progress=job.progress)``
 calls the callback between files and after every written batch of a long file; once Cancel
-was pressed the callback raises :class:`ragcore.collections_admin.Cancelled`, which stops the
+was pressed the callback raises :class:`ragcore.engine.collections_admin.Cancelled`, which stops the
 ingest after its last completed batch (what was written stays consistent; a re-run completes it).
 """
 
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ragcore.collections_admin import Cancelled
+from ragcore.engine.collections_admin import Cancelled
 from ragcore.types import IngestReport
 
 _IDS = itertools.count(1)

@@ -1,6 +1,6 @@
 """The Library's Collections and Ingest tabs: manage collections, run an ingest in the background.
 
-Every change goes through ragcore (``Engine`` and ``ragcore.collections_admin``) on the app's one
+Every change goes through ragcore (``Engine`` and ``ragcore.engine.collections_admin``) on the app's one
 Engine; nothing here opens a store of its own.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from ragcore.collections_admin import delete_document, rename_collection
-from ragcore.ingest.loaders import SUPPORTED_SUFFIXES
+from ragcore.engine.collections_admin import delete_document, rename_collection
+from ragcore.ingest.read.loaders import SUPPORTED_SUFFIXES
 from ragcore.types import CollectionInfo
 
 from . import state

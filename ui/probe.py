@@ -20,11 +20,11 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from ragcore.config import RagcoreSettings
-from ragcore.pathfilter import allows
-from ragcore.pipeline import Engine
-from ragcore.sparse import tokenize
-from ragcore.store import embed_text
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.pathfilter import allows
+from ragcore.engine.engine import Engine
+from ragcore.encoders.sparse import tokenize
+from ragcore.storage.store import embed_text
 from ragcore.textutil import normalize_ws
 from ragcore.types import Candidate, Chunk, RetrievalResult
 from ui.render import fields_text, fmt_score

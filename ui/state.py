@@ -12,12 +12,12 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from ragcore.app_settings import LoadedSettings, SettingsFileError, load_app_settings
-from ragcore.bootstrap import DEMO_COLLECTION, ensure_demo_collection
-from ragcore.collections_admin import Cancelled, Staleness, failed_files, record_cancelled, record_failed, staleness
-from ragcore.config import ConfigError, RagcoreSettings
-from ragcore.pipeline import Engine
-from ragcore.store import StoreError
+from ragcore.settings.app_file import LoadedSettings, SettingsFileError, load_app_settings
+from ragcore.engine.demo import DEMO_COLLECTION, ensure_demo_collection
+from ragcore.engine.collections_admin import Cancelled, Staleness, failed_files, record_cancelled, record_failed, staleness
+from ragcore.settings.config import ConfigError, RagcoreSettings
+from ragcore.engine.engine import Engine
+from ragcore.storage.store import StoreError
 from ragcore.types import CollectionInfo, IngestReport
 
 from .jobs import IngestJob
@@ -162,7 +162,7 @@ def runtime() -> Runtime:
 
 
 def ensure_demo(rt: Runtime) -> None:
-    """First start: ingest docs/ into 'guide', warm the model; once per process."""
+    """First start: ingest demo/ into 'guide', warm the model; once per process."""
     if rt.demo_checked:
         return
     with rt.lock:
@@ -219,7 +219,7 @@ def start_warmup(rt: Runtime, collection: str, *, sentences: bool = True) -> Non
 
     def work() -> None:
         try:
-            from ragcore.store import embed_text
+            from ragcore.storage.store import embed_text
             from ragcore.textutil import sentence_spans
 
             rt.engine.topic_index(collection)
@@ -339,7 +339,7 @@ def save_settings(new: RagcoreSettings, note: str) -> str:
 
     Returns the message to show: what was saved, where, and which values the environment
     overrides at the next start."""
-    from ragcore.app_settings import changed_values, save_app_settings
+    from ragcore.settings.app_file import changed_values, save_app_settings
 
     ss = st.session_state
     old = base_settings()
@@ -363,7 +363,7 @@ def generator_name(s: RagcoreSettings) -> str:
     if not s.llm.configured:
         return "extractive"
     try:
-        from ragcore.synthesis.openai_generator import OpenAIGenerator
+        from ragcore.synthesis.llm.generator import OpenAIGenerator
 
         return OpenAIGenerator(s.llm).name
     except Exception:  # noqa: BLE001
@@ -506,7 +506,7 @@ def start_folder_ingest(
     rt: Runtime, folder: Path, collection: str, s: RagcoreSettings, *, rebuild: bool = False, label: str | None = None,
 ) -> IngestJob:
     """Ingest a folder into ``collection`` in the background (see ui/jobs.py)."""
-    from ragcore.ingest.pipeline import discover
+    from ragcore.ingest.writer import discover
 
     root, files = discover([folder])
     sizes: dict[str, int] = {}

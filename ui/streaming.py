@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from ragcore.pipeline import SelectionInput
+from ragcore.engine.engine import SelectionInput
 from ragcore.types import Event
 
 from . import state

@@ -13,8 +13,8 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragcore.ingest.loaders import LoadError, load_bytes, read_bytes
-from ragcore.pipeline import Engine
+from ragcore.ingest.read.loaders import LoadError, load_bytes, read_bytes
+from ragcore.engine.engine import Engine
 from ragcore.types import Chunk, CollectionInfo
 
 

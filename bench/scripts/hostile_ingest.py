@@ -52,7 +52,7 @@ def run_ingest(root: Path, data_dir: Path, home: Path, timeout: float) -> dict:
     env = {**os.environ, "HOME": str(home), "RAGCORE_DATA_DIR": str(data_dir)}
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGCORE_LLM_MODEL", "RAGCORE_QDRANT_URL"):
         env.pop(var, None)
-    cmd = [sys.executable, "-m", "ragcore.cli", "ingest", str(root), "-c", "hostile", "--json", "--quiet"]
+    cmd = [sys.executable, "-m", "ragcore.cli.main", "ingest", str(root), "-c", "hostile", "--json", "--quiet"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0]

@@ -9,11 +9,11 @@
 from importlib import import_module
 from typing import Any
 
-from .checker import CheckedAnswer, CitationChecker, as_evidence, check_answer
-from .evidence import evidence_from_candidates
-from .locate import make_citation, source_url
-from .markers import MARKER_RE, MAX_RANGE, clean_markers, markers_in, parse_marker, strip_markers
-from .support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
+from ragcore.citations.checker import CheckedAnswer, CitationChecker, as_evidence, check_answer
+from ragcore.citations.evidence import evidence_from_candidates
+from ragcore.citations.locate import make_citation, source_url
+from ragcore.citations.markers import MARKER_RE, MAX_RANGE, clean_markers, markers_in, parse_marker, strip_markers
+from ragcore.citations.support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
 
 # the LlamaIndex post-processor and node conversion load on first use (a cold question needs neither)
 _LAZY = {"CitationNumberer": ".numbering", "EvidenceNumberer": ".numbering", "evidence_from_nodes": ".numbering"}

@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Sequence, Union
 
-from ..injection import looks_like_instruction, suspicious_evidence
-from ..textutil import sentence_spans
-from ..types import Citation, Evidence, SentenceCheck, Validation, to_jsonable
-from .locate import make_citation
-from .markers import MARKER_RE, clean_markers, markers_in, strip_markers
-from .support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
+from ragcore.safety.injection import looks_like_instruction, suspicious_evidence
+from ragcore.textutil import sentence_spans
+from ragcore.types import Citation, Evidence, SentenceCheck, Validation, to_jsonable
+from ragcore.citations.locate import make_citation
+from ragcore.citations.markers import MARKER_RE, clean_markers, markers_in, strip_markers
+from ragcore.citations.support import UNSUPPORTED_BELOW, SupportMatch, SupportScorer
 
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*\d[\d\s,\-–]*\])+")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
@@ -47,7 +47,7 @@ def as_evidence(items: Sequence[EvidenceLike]) -> tuple[Evidence, ...]:
         return tuple(items)  # type: ignore[arg-type]
     from llama_index.core.schema import NodeWithScore
 
-    from .numbering import evidence_from_nodes
+    from ragcore.citations.numbering import evidence_from_nodes
 
     return evidence_from_nodes([e for e in items if isinstance(e, NodeWithScore)])
 

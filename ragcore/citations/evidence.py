@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..types import Candidate, Evidence, Origin, ScoreKind
+from ragcore.types import Candidate, Evidence, Origin, ScoreKind
 
 
 def evidence_from_candidates(

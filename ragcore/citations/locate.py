@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Sequence
 from urllib.parse import urlencode
 
-from ..textutil import line_of_offset
-from ..types import Citation, Evidence
-from .support import SupportMatch
+from ragcore.textutil import line_of_offset
+from ragcore.types import Citation, Evidence
+from ragcore.citations.support import SupportMatch
 
 
 def make_citation(e: Evidence, matches: Sequence[SupportMatch]) -> Citation:

@@ -14,9 +14,9 @@ from typing import Sequence
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from ..nodes import CITATION_KEY, chunk_from_node
-from ..types import Evidence, Origin, ScoreKind
-from .evidence import evidence_from_candidates
+from ragcore.llamaindex.nodes import CITATION_KEY, chunk_from_node
+from ragcore.types import Evidence, Origin, ScoreKind
+from ragcore.citations.evidence import evidence_from_candidates
 
 __all__ = ["CitationNumberer", "EvidenceNumberer", "evidence_from_candidates", "evidence_from_nodes"]
 

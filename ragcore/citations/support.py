@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..textutil import Span, content_terms, normalize_ws, sentence_spans
-from ..types import Chunk
+from ragcore.textutil import Span, content_terms, normalize_ws, sentence_spans
+from ragcore.types import Chunk
 
 UNSUPPORTED_BELOW = 0.5
 Encoder = Callable[[Sequence[str]], np.ndarray]

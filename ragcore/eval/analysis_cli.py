@@ -7,8 +7,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..config import RagcoreSettings
-from .dataset import EvalDataset
+from ragcore.settings.config import RagcoreSettings
+from ragcore.eval.dataset import EvalDataset
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,8 @@ class Analysis:
 
 
 def open_analysis(prog: str, description: str | None, argv: Sequence[str] | None, *, title: bool = False) -> Analysis:
-    from ..pipeline import Engine
-    from .dataset import load_dataset
+    from ragcore.engine.engine import Engine
+    from ragcore.eval.dataset import load_dataset
 
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("dataset")

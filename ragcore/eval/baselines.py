@@ -4,10 +4,10 @@ LlamaIndex ``VectorStoreIndex`` (retrieval only)
     A plain LlamaIndex index as a user would build it from the docs: one ``Document`` per
     corpus file, LlamaIndex's default ingestion (``SentenceSplitter()``: 1024-token chunks,
     200 overlap, metadata-aware), the default in-memory ``SimpleVectorStore``, and the same
-    embedding model as ragcore (:class:`~ragcore.embedding_component.OnnxEmbedding` over the same ONNX
+    embedding model as ragcore (:class:`~ragcore.llamaindex.embedding.OnnxEmbedding` over the same ONNX
     MiniLM, which reads at most 256 word pieces of each chunk, as it does for ragcore).
 
-    The text of each file comes from ragcore's own loaders (:func:`~ragcore.ingest.loaders.load_file`),
+    The text of each file comes from ragcore's own loaders (:func:`~ragcore.ingest.read.loaders.load_file`),
     so both sides read the same visible text and the baseline does not embed HTML markup —
     what differs is chunking, the embedded text and the ranking, not HTML extraction. Each
     document carries one metadata field, ``path`` (its path relative to ``corpus/``), which
@@ -38,10 +38,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..config import RagcoreSettings
-from .dataset import EvalDataset, EvalQuestion
-from .metrics import QuestionResult
-from .runner import (
+from ragcore.settings.config import RagcoreSettings
+from ragcore.eval.dataset import EvalDataset, EvalQuestion
+from ragcore.eval.metrics import QuestionResult
+from ragcore.eval.runner import (
     ANSWER_METRICS, DocHit, DocPathMapper, EvalRun, Progress, QuestionRecord, run_config, summarize_records,
 )
 
@@ -81,7 +81,7 @@ def run_bm25_baseline(engine: Any, dataset: EvalDataset, settings: RagcoreSettin
 
 def _source_hash() -> str:
     """The loaders' source: a change of HTML extraction changes the baseline's text."""
-    from ..ingest import html, loaders
+    from ragcore.ingest.read import html, loaders
 
     h = hashlib.sha256()
     for mod in (loaders, html):
@@ -91,7 +91,7 @@ def _source_hash() -> str:
 
 def baseline_cache_key(files: Sequence[tuple[str, Path]], splitter: dict[str, Any]) -> str:
     """Hash of the corpus files (relative path + bytes), the splitter, the model, the loaders."""
-    from ..embeddings import MODEL_NAME
+    from ragcore.encoders.minilm import MODEL_NAME
 
     h = hashlib.sha256()
     for rel, path in files:
@@ -124,8 +124,8 @@ class LlamaIndexBaseline:
         self.failed: list[tuple[str, str]] = []  # (path, reason) of files the loaders refused
 
     def _files(self) -> list[tuple[str, Path]]:
-        from ..ingest.loaders import kind_for
-        from ..ingest.pipeline import discover
+        from ragcore.ingest.read.loaders import kind_for
+        from ragcore.ingest.writer import discover
 
         root, sources = discover([self.corpus_dir])
         return [(s.rel, s.path) for s in sources if s.path is not None and kind_for(s.path) is not None]
@@ -148,7 +148,7 @@ class LlamaIndexBaseline:
             return self._index
         from llama_index.core import StorageContext, VectorStoreIndex, load_index_from_storage
 
-        from ..embedding_component import OnnxEmbedding
+        from ragcore.llamaindex.embedding import OnnxEmbedding
 
         say = progress or (lambda _msg: None)
         t0 = time.perf_counter()
@@ -183,7 +183,7 @@ class LlamaIndexBaseline:
     def _nodes(self, files: list[tuple[str, Path]], splitter: Any, say: Callable[[str], None]) -> list[Any]:
         from llama_index.core import Document
 
-        from ..ingest.loaders import LoadError, load_file
+        from ragcore.ingest.read.loaders import LoadError, load_file
 
         out = []
         for i, (rel, path) in enumerate(files):

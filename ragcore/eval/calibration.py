@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..config import RagcoreSettings
-from ..pipeline import Engine
-from ..store import utc_now
-from .dataset import EvalDataset
-from .runner import recommend_bar_for_scores
+from ragcore.settings.config import RagcoreSettings
+from ragcore.engine.engine import Engine
+from ragcore.storage.store import utc_now
+from ragcore.eval.dataset import EvalDataset
+from ragcore.eval.runner import recommend_bar_for_scores
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli_common import term_safe
+from ragcore.cli.common import term_safe
 
 __all__ = ["add_eval_parser", "cmd_eval"]
 
@@ -59,7 +59,7 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _base_settings(args: argparse.Namespace):
     """The environment and the options (``--candidates`` and ``--abstain-bar`` included), validated."""
-    from ..cli_common import settings_from_args
+    from ragcore.cli.common import settings_from_args
 
     s = settings_from_args(args)
     if getattr(args, "abstain_bar", None) is not None:  # an explicit bar wins over the collection's calibrated one
@@ -89,11 +89,11 @@ class _Progress:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..config import ConfigError
-    from ..pipeline import Engine
-    from .calibration import CalibrationError
-    from .dataset import DatasetError, load_dataset
-    from .sweep import SweepError, evaluate, parse_sweep
+    from ragcore.settings.config import ConfigError
+    from ragcore.engine.engine import Engine
+    from ragcore.eval.calibration import CalibrationError
+    from ragcore.eval.dataset import DatasetError, load_dataset
+    from ragcore.eval.sweep import SweepError, evaluate, parse_sweep
 
     try:
         settings = _base_settings(args)
@@ -126,7 +126,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace, engine, dataset, settings, progress: _Progress):
     """Choose and store the collection's abstain bar; the run then uses it (unless --abstain-bar)."""
-    from .calibration import calibrate
+    from ragcore.eval.calibration import calibrate
 
     name = args.collection or settings.collection
     cal = calibrate(engine, dataset, name, settings, progress=lambda d, t: progress(d, t, "calibrating the abstain bar"))
@@ -140,8 +140,8 @@ def _write_and_print(args: argparse.Namespace, report, settings) -> None:
     """The JSON file, the saved run, charts and the Markdown summary; then the tables (or --json)."""
     import json
 
-    from .report import markdown, report_dict, save_run, write_json
-    from .sweep import write_charts
+    from ragcore.eval.report import markdown, report_dict, save_run, write_json
+    from ragcore.eval.sweep import write_charts
 
     saved = None if args.no_save else save_run(report, settings.data_dir)
     json_path = write_json(report, args.out) if args.out else saved
@@ -162,7 +162,7 @@ def _write_and_print(args: argparse.Namespace, report, settings) -> None:
 
 
 def _summary(report) -> str:
-    from .report import format_table, latency_table, paired_lines
+    from ragcore.eval.report import format_table, latency_table, paired_lines
 
     r0 = report.runs[0]
     out = [f"{report.dataset}: {r0.summary.n_answerable} answerable + {r0.summary.n_unanswerable} unanswerable questions "

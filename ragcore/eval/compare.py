@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .report import evidence_lines, paired_markdown, report_from_dict
+from ragcore.eval.report import evidence_lines, paired_markdown, report_from_dict
 
 
 def main(argv: Sequence[str] | None = None) -> int:

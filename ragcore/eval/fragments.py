@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..config import RagcoreSettings
-from .dataset import EvalDataset
+from ragcore.settings.config import RagcoreSettings
+from ragcore.eval.dataset import EvalDataset
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,9 @@ class FragmentCount:
 
 
 def count(engine: Any, collection: str, dataset: EvalDataset, settings: RagcoreSettings) -> FragmentCount:
-    from ..citations import evidence_from_candidates
-    from ..synthesis.compose_context import Antecedents
-    from ..synthesis.extractive import ExtractiveComposer, source_names
+    from ragcore.citations import evidence_from_candidates
+    from ragcore.synthesis.extractive.context import Antecedents
+    from ragcore.synthesis.extractive.composer import ExtractiveComposer, source_names
 
     composer = ExtractiveComposer(engine.encoder, max_sentences=settings.max_answer_sentences, max_docs=settings.answer_docs)
     answers = units = leaning = 0
@@ -55,7 +55,7 @@ def count(engine: Any, collection: str, dataset: EvalDataset, settings: RagcoreS
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ragcore.eval.fragments DATASET --collection NAME``: counts on stdout, with the
     settings of the environment (RAGCORE_DATA_DIR, RAGCORE_*)."""
-    from .analysis_cli import open_analysis
+    from ragcore.eval.analysis_cli import open_analysis
 
     a = open_analysis("python -m ragcore.eval.fragments", main.__doc__, argv)
     try:

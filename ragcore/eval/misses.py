@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Sequence
 
-from ..config import RagcoreSettings
-from ..sparse import tokenize
-from ..types import Candidate
-from .dataset import EvalDataset, EvalQuestion
-from .runner import DocPathMapper, mapper_for
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.sparse import tokenize
+from ragcore.types import Candidate
+from ragcore.eval.dataset import EvalDataset, EvalQuestion
+from ragcore.eval.runner import DocPathMapper, mapper_for
 
 DEEP = 1000  # candidates per branch of the deep pool
 
@@ -144,7 +144,7 @@ def markdown(title: str, misses: Sequence[Miss], mapper: DocPathMapper | None = 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ragcore.eval.misses DATASET --collection NAME [--title T]``: the table on stdout,
     with the settings of the environment (RAGCORE_DATA_DIR, RAGCORE_* signals)."""
-    from .analysis_cli import open_analysis
+    from ragcore.eval.analysis_cli import open_analysis
 
     a = open_analysis("python -m ragcore.eval.misses", main.__doc__, argv, title=True)
     try:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .metrics import ndcg_at_k
-from .runner import EvalRun
+from ragcore.eval.metrics import ndcg_at_k
+from ragcore.eval.runner import EvalRun
 
 EPS = 1e-9  # nDCG differences below this are ties (float noise from equal rankings)
 

@@ -24,10 +24,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .metrics import Summary, ndcg_at_k
-from .paired import paired_deltas
-from .runner import EvalRun, QuestionRecord, recommend_bar
-from .sweep import METRIC_LABELS, EvalReport, SweepGroup, sweep_rows
+from ragcore.eval.metrics import Summary, ndcg_at_k
+from ragcore.eval.paired import paired_deltas
+from ragcore.eval.runner import EvalRun, QuestionRecord, recommend_bar
+from ragcore.eval.sweep import METRIC_LABELS, EvalReport, SweepGroup, sweep_rows
 
 __all__ = [
     "FORMAT",

@@ -1,4 +1,4 @@
-"""Run an evaluation data set against an :class:`~ragcore.pipeline.Engine` for one configuration.
+"""Run an evaluation data set against an :class:`~ragcore.engine.engine.Engine` for one configuration.
 
 :func:`run_config` asks every question of a data set with one :class:`RagcoreSettings` and turns each
 :class:`~ragcore.types.Answer` into a :class:`~ragcore.eval.metrics.QuestionResult` (what the
@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
-from ..config import RagcoreSettings
-from ..types import Answer
-from .dataset import EvalDataset, EvalQuestion
-from .metrics import QuestionResult, Summary, dedupe_ranking, recall_at_k, summarize
+from ragcore.settings.config import RagcoreSettings
+from ragcore.types import Answer
+from ragcore.eval.dataset import EvalDataset, EvalQuestion
+from ragcore.eval.metrics import QuestionResult, Summary, dedupe_ranking, recall_at_k, summarize
 
 __all__ = [
     "DocHit",
@@ -325,7 +325,7 @@ def run_config(
 ) -> EvalRun:
     """Ask every question of ``dataset`` (or ``questions``) with ``settings`` and score the run.
 
-    ``engine`` is a :class:`~ragcore.pipeline.Engine` (anything with ``ask`` and
+    ``engine`` is a :class:`~ragcore.engine.engine.Engine` (anything with ``ask`` and
     ``documents``). ``progress(done, total, label)`` is called before each question and once
     at the end. A question that fails is recorded with status ``error`` and its message; the
     run goes on.
@@ -363,7 +363,7 @@ def run_config(
 
 
 def clear_encoder_cache(engine: Any) -> bool:
-    """Empty the engine's encoder cache (:class:`~ragcore.embeddings.OnnxMiniLM` keeps query
+    """Empty the engine's encoder cache (:class:`~ragcore.encoders.minilm.OnnxMiniLM` keeps query
     and sentence vectors) through its public ``clear_cache()``; ``False`` when the encoder has
     no cache to clear (another encoder class, or no encoder)."""
     clear = getattr(getattr(engine, "encoder", None), "clear_cache", None)

@@ -1,7 +1,7 @@
 """Run several configurations in one evaluation: a base configuration, one-at-a-time sweeps of
 settings, and the baselines; then chart each metric against each swept parameter.
 
-``--sweep top_k=5,10,20`` varies one :class:`~ragcore.config.RagcoreSettings` field from the base
+``--sweep top_k=5,10,20`` varies one :class:`~ragcore.settings.config.RagcoreSettings` field from the base
 configuration (values are typed by the field's type, and checked against a ``Literal``'s
 choices); several ``--sweep`` options are separate one-at-a-time sweeps, not a grid.
 Configurations that come out identical (the base, ``mode=sparse`` and the BM25 baseline, say)
@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence, get_args, get_origin
 
-from ..config import RagcoreSettings
-from .dataset import EvalDataset
-from .runner import CONFIG_KEYS, DocPathMapper, EvalRun, Progress, mapper_for, run_config, settings_config
+from ragcore.settings.config import RagcoreSettings
+from ragcore.eval.dataset import EvalDataset
+from ragcore.eval.runner import CONFIG_KEYS, DocPathMapper, EvalRun, Progress, mapper_for, run_config, settings_config
 
 __all__ = [
     "BaseCollection",
@@ -278,7 +278,7 @@ def evaluate(
 
 
 def _check_baselines(baselines: Sequence[str]) -> None:
-    from .baselines import BASELINES
+    from ragcore.eval.baselines import BASELINES
 
     unknown = [b for b in baselines if b not in BASELINES]
     if unknown:
@@ -341,7 +341,7 @@ def plan_runs(
 ) -> RunPlan:
     """The base run, then each sweep's values in order, then the BM25 baseline (the
     LlamaIndex baseline is not a ragcore configuration and runs apart)."""
-    from .baselines import BM25_LABEL, bm25_settings
+    from ragcore.eval.baselines import BM25_LABEL, bm25_settings
 
     label0 = base_label or f"ragcore {base.settings.retrieval_mode} (base)"
     runs = [PlannedRun(label0, base.settings, collection)]
@@ -459,7 +459,7 @@ def _run_llamaindex(
 ) -> EvalRun:
     """The LlamaIndex baseline over the data set's ``corpus/`` (which it needs), its index
     cached under the data folder."""
-    from .baselines import LLAMAINDEX_LABEL, LlamaIndexBaseline, run_llamaindex_baseline
+    from ragcore.eval.baselines import LLAMAINDEX_LABEL, LlamaIndexBaseline, run_llamaindex_baseline
 
     assert ds.corpus_dir is not None
     bl = LlamaIndexBaseline(ds.corpus_dir, engine.encoder, Path(base.data_dir) / "eval_cache",
@@ -487,7 +487,7 @@ def stale_chunks(engine: Any, collection: str, settings: RagcoreSettings) -> tup
     points carry fingerprints that differ from what this code would write; ``None`` when they
     all match (or the store keeps no fingerprints)."""
     try:
-        from ..ingest.pipeline import index_fingerprint
+        from ragcore.ingest.writer import index_fingerprint
 
         want = index_fingerprint(settings)
         fps = [getattr(r, "fp", "") for r in engine.store.point_refs(collection)]

@@ -17,7 +17,7 @@ Rules, and why:
   or gigabytes).
 
 The LlamaIndex face of this module (a ``NodeParser`` producing ``TextNode``s) is
-:mod:`ragcore.ingest.node_parser`; both run :func:`locate_chunks`.
+:mod:`ragcore.llamaindex.node_parser`; both run :func:`locate_chunks`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from itertools import accumulate, groupby
 from operator import attrgetter
 from typing import Iterator, Sequence
 
-from ragcore.config import RagcoreSettings
+from ragcore.settings.config import RagcoreSettings
 from ragcore.textutil import normalize_ws
 from ragcore.types import Chunk, LoadedDocument, SourceLine
 

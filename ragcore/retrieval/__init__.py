@@ -10,12 +10,13 @@ whose import alone takes ~2 s of a cold ``ragcore ask``.
 from importlib import import_module
 from typing import Any
 
-from .cutrules import apply_cuts
-from .fusion import PoolEntry, fuse, rank_pool, rank_score_kind
-from .search import HybridSearch
+from ragcore.retrieval.cutrules import apply_cuts
+from ragcore.retrieval.fusion import PoolEntry, fuse, rank_pool, rank_score_kind
+from ragcore.retrieval.search import HybridSearch
 
-_LAZY = {"CosineThreshold": ".cuts", "SectionDedupe": ".cuts", "TopK": ".cuts", "cut_chain": ".cuts",
-         "HybridRetriever": ".retriever"}
+_LAZY = {"CosineThreshold": "ragcore.llamaindex.postprocessors", "SectionDedupe": "ragcore.llamaindex.postprocessors",
+         "TopK": "ragcore.llamaindex.postprocessors", "cut_chain": "ragcore.llamaindex.postprocessors",
+         "HybridRetriever": "ragcore.llamaindex.retriever"}
 
 __all__ = [
     "CosineThreshold", "HybridRetriever", "HybridSearch", "PoolEntry", "SectionDedupe", "TopK", "apply_cuts",
@@ -25,5 +26,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name], __name__), name)
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Hashable, Protocol, Sequence
 
-from ..types import Candidate, DropReason
+from ragcore.types import Candidate, DropReason
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..config import RagcoreSettings
-from ..embeddings import OnnxMiniLM
-from ..search_index import SearchIndex
-from ..store import Store
-from ..topics import ensure_heading_vectors
-from ..types import Candidate, ScoreKind
-from .names import NameIndex
-from .profiles import DocumentProfiles
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.storage.search_index import SearchIndex
+from ragcore.storage.store import Store
+from ragcore.abstain.topics import ensure_heading_vectors
+from ragcore.types import Candidate, ScoreKind
+from ragcore.retrieval.names import NameIndex
+from ragcore.retrieval.profiles import DocumentProfiles
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..types import Candidate, ScoreKind
-from .docsignals import DocSignals
+from ragcore.types import Candidate, ScoreKind
+from ragcore.retrieval.docsignals import DocSignals
 
 DOC_RRF_K = 10  # as the chunk fusion's rrf_k: a named document near the top counts about as much as the best
 DEPTH = 3  # chunks per document that count towards its score (2 and 5 measured no better on django-docs-qa)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
-from ..sparse import SparseVec, term_index, tokenize
-from ..types import Chunk
+from ragcore.encoders.sparse import SparseVec, term_index, tokenize
+from ragcore.types import Chunk
 
 K1 = 1.2
 

@@ -20,8 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..sparse import term_index, tokenize
-from ..types import Chunk
+from ragcore.encoders.sparse import term_index, tokenize
+from ragcore.types import Chunk
 
 # Per-field weight of a matching term: headings and file names name a page's subject; an anchor
 # mostly repeats its heading, so it counts for less.

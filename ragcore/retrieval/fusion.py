@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..types import Candidate, Chunk, ScoreKind
+from ragcore.types import Candidate, Chunk, ScoreKind
 
 INF = float("inf")
 

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..types import Chunk
+from ragcore.types import Chunk
 
 # Code identifiers: dotted or underscored names, camelCase / CamelCase with an inner capital,
 # ALL_CAPS with an underscore. Plain capitals (HTTP, CSS) are acronyms; hyphenated words are

@@ -15,12 +15,12 @@ import numpy as np
 if TYPE_CHECKING:  # only the server back end needs Qdrant's client (~1 s to import)
     from qdrant_client import QdrantClient
 
-from ..config import RagcoreSettings
-from ..pathfilter import PathFilter
-from ..search_index import SearchIndex, top_indices, top_positive
-from ..sparse import SparseVec
-from ..store import DENSE, SPARSE, chunk_from_payload
-from .fusion import PoolEntry
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.pathfilter import PathFilter
+from ragcore.storage.search_index import SearchIndex, top_indices, top_positive
+from ragcore.encoders.sparse import SparseVec
+from ragcore.storage.store import DENSE, SPARSE, chunk_from_payload
+from ragcore.retrieval.fusion import PoolEntry
 
 
 def local_pool(
@@ -97,7 +97,7 @@ def server_has_terms(client: QdrantClient, collection: str, terms: Sequence[str]
     """Whether any point of a server's collection has any of these BM25 terms: one sparse query of limit 1."""
     from qdrant_client import models as qm
 
-    from ..sparse import term_index
+    from ragcore.encoders.sparse import term_index
 
     ids = sorted({term_index(t) for t in terms})
     hits = client.query_points(collection, query=qm.SparseVector(indices=ids, values=[1.0] * len(ids)),

@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..types import Chunk
+from ragcore.types import Chunk
 
 TitleVectors = Callable[[Sequence[str]], Mapping[str, np.ndarray]]
 

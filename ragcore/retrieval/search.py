@@ -2,8 +2,8 @@
 
 Retrieval happens in two steps so the app can move top-K and the threshold without asking
 again: :meth:`HybridSearch.pool` gathers and ranks the candidate pool (every candidate with
-cosine, BM25, fused score and branch ranks); :func:`~ragcore.retrieval.cuts.apply_cuts` marks
-what the post-processors keep. :class:`~ragcore.retrieval.retriever.HybridRetriever` wraps it as a
+cosine, BM25, fused score and branch ranks); :func:`~ragcore.llamaindex.postprocessors.apply_cuts` marks
+what the post-processors keep. :class:`~ragcore.llamaindex.retriever.HybridRetriever` wraps it as a
 LlamaIndex ``BaseRetriever`` for one collection.
 """
 
@@ -13,21 +13,21 @@ import threading
 import time
 from dataclasses import replace
 
-from ..config import RagcoreSettings
-from ..embeddings import OnnxMiniLM
-from ..search_index import SearchIndex
-from ..sparse import Bm25Encoder
-from ..store import Store
-from ..types import RetrievalResult
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.storage.search_index import SearchIndex
+from ragcore.encoders.sparse import Bm25Encoder
+from ragcore.storage.store import Store
+from ragcore.types import RetrievalResult
 
 Expansion = tuple[tuple[str, float], ...]
-from .cutrules import apply_cuts
-from .docsignals import DocSignalSource, signals_enabled
-from .documents import rank_documents
-from .expansion import expanded_query, expansion_terms
-from .fields import FieldIndex
-from .fusion import PoolEntry, feedback, rank_pool, rank_score_kind
-from .pools import local_pool, server_pool
+from ragcore.retrieval.cutrules import apply_cuts
+from ragcore.retrieval.docsignals import DocSignalSource, signals_enabled
+from ragcore.retrieval.documents import rank_documents
+from ragcore.retrieval.expansion import expanded_query, expansion_terms
+from ragcore.retrieval.fields import FieldIndex
+from ragcore.retrieval.fusion import PoolEntry, feedback, rank_pool, rank_score_kind
+from ragcore.retrieval.pools import local_pool, server_pool
 
 
 class HybridSearch:

@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Generator, Iterator, Mapping, Protocol, Sequence
 
-from ..config import RagcoreSettings
-from ..types import Evidence
+from ragcore.settings.config import RagcoreSettings
+from ragcore.types import Evidence
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from ragcore.store import utc_now
+from ragcore.storage.store import utc_now
 from ragcore.types import format_locator
 
 FORMAT = "ragcore-notebook/1"

@@ -1,0 +1,105 @@
+"""The corpus's topics: its section headings, embedded, to tell whether a corpus covers a
+question at all.
+
+A question that a corpus answers is usually the subject of one of its sections ("How do I
+get started?" → "Getting started", "command not found: django-admin" → "django-admin and
+manage.py"). A question it does not answer often shares words with some passage ("Why are
+Python strings immutable?" → a sentence about ``strings_only`` converting Python numbers to
+strings) but names no section's subject. On django-docs-qa the closest heading's cosine
+separates answerable from unanswerable questions better than any passage- or sentence-level
+similarity (AUC 0.84 vs 0.75 for the best evidence sentence; see
+``bench/results/eval-django-analysis.md``), and it costs one matrix product per question.
+
+A chunk's topic is its innermost heading (the page title when it has none). Heading vectors
+live in Qdrant's shared ``ragcore__topics`` collection, keyed by text: ingest embeds the
+headings it has not seen, and a collection ingested before this module existed gets them on
+its first question. A collection's query snapshot (snapshot.py) carries its headings' vectors,
+so a question reads them from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ragcore.encoders.minilm import DIMENSION, OnnxMiniLM
+from ragcore.storage.pathfilter import parse_path_filter, path_matches
+from ragcore.storage.snapshot import SnapshotData
+from ragcore.storage.sections import SectionRef, first_places, from_rows, section_ref
+from ragcore.storage.store import Store
+
+
+@dataclass(frozen=True)
+class TopicMatch:
+    """The heading closest to a question, and where its section starts."""
+
+    heading: str
+    score: float  # cosine(question, heading)
+    path: str
+    start_line: int
+    anchor: str | None = None
+    page: int | None = None
+
+
+def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str]) -> dict[str, np.ndarray]:
+    """Vectors for ``headings``: stored ones are read, the rest embedded once and stored."""
+    texts = sorted(set(headings))
+    have = store.heading_vectors(texts)
+    missing = [t for t in texts if t not in have]
+    if missing:
+        # uncached: thousands of headings would flush the query/sentence cache
+        vecs = encoder.encode_uncached(missing)
+        store.write_heading_vectors(missing, vecs)
+        have.update(zip(missing, vecs))
+    return have
+
+
+class TopicIndex:
+    """One row per (heading, document): the first place each heading occurs in each file."""
+
+    def __init__(self, matches: Sequence[TopicMatch], vectors: np.ndarray) -> None:
+        self.rows = tuple(matches)
+        self.vectors = vectors.reshape(len(self.rows), DIMENSION)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @classmethod
+    def build(cls, refs: Iterable[SectionRef], store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
+        first = first_places(refs)
+        return cls._of(first, ensure_heading_vectors(store, encoder, (h for h, _ in first)))
+
+    @classmethod
+    def from_snapshot(cls, snap: SnapshotData, store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
+        """From a query snapshot's topic rows (else its chunks) and heading vectors; Qdrant is opened
+        only for a heading the snapshot lacks (a collection ingested before headings were embedded)."""
+        saved = getattr(snap.chunks, "persisted", lambda _: None)("topics.json")
+        first = from_rows(saved) if saved is not None else first_places(section_ref(c) for c in snap.chunks)
+        vecs = dict(snap.headings)
+        if any(h not in vecs for h, _ in first):
+            vecs.update(ensure_heading_vectors(store, encoder, {h for h, _ in first if h not in vecs}))
+        return cls._of(first, vecs)
+
+    @classmethod
+    def _of(cls, first: dict[tuple[str, str], SectionRef], vecs: dict[str, np.ndarray]) -> "TopicIndex":
+        keys = sorted(first)
+        rows = [TopicMatch(h, 0.0, p, first[h, p].start_line, first[h, p].anchor, first[h, p].page) for h, p in keys]
+        mat = np.stack([vecs[h] for h, _ in keys]) if keys else np.zeros((0, DIMENSION), dtype=np.float32)
+        return cls(rows, mat)
+
+    def best(self, q_vec: np.ndarray, path_filter: str | None = None) -> TopicMatch | None:
+        """The heading closest to the question (among documents the path filter admits)."""
+        if not self.rows:
+            return None
+        sims = self.vectors @ q_vec
+        if path_filter:
+            patterns = parse_path_filter(path_filter)
+            allowed = np.fromiter((path_matches(r.path, patterns) for r in self.rows), bool, len(self.rows))
+            if not allowed.any():
+                return None
+            sims = np.where(allowed, sims, -np.inf)
+        i = int(np.argmax(sims))
+        r = self.rows[i]
+        return TopicMatch(r.heading, float(sims[i]), r.path, r.start_line, r.anchor, r.page)

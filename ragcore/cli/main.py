@@ -1,0 +1,382 @@
+"""`ragcore ingest | ask | collections | eval | bench`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ragcore.cli.plugins import BENCH_HELP
+from ragcore.cli.common import UsageError, attach_negative_values, dump_json, settings_from_args, term_safe
+from ragcore.settings.config import ConfigError, RagcoreSettings
+from ragcore.safety.redact import redact_url
+
+
+def _engine(settings: RagcoreSettings, *, preload: bool = False):
+    from ragcore.encoders.minilm import OnnxMiniLM
+
+    encoder = OnnxMiniLM(batch_size=settings.embed_batch_size)
+    if preload:  # a question needs the model: load it while the rest of ragcore imports
+        encoder.load_in_background()
+    from ragcore.engine.engine import Engine
+
+    return Engine(settings, encoder=encoder)
+
+
+def _copy_old_store(engine, *, quiet: bool = False) -> None:
+    """An older version's local-mode folder is copied into Qdrant Edge on the first open
+    (edge_migrate.py): say so on stderr, one line per collection, instead of a silent pause."""
+    if not engine.store.migration_pending():
+        return
+    if not quiet:
+        print("copying this data folder's collections into Qdrant Edge, once (the old folder is left as it was)",
+              file=sys.stderr)
+
+    def done(name: str, n: int, total: int) -> None:
+        if n >= total and not quiet:
+            print(f"  {term_safe(name)}: {n} points", file=sys.stderr)
+
+    engine.store.migrate_pending_copy(done)
+
+
+# ------------------------------------------------------------------ ingest
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    s = settings_from_args(args)
+    engine = _engine(s)
+    _copy_old_store(engine, quiet=args.quiet)
+    bar = tqdm(total=0, unit="file", disable=args.quiet or not sys.stderr.isatty() and not args.progress, file=sys.stderr)
+
+    def progress(done: int, total: int, path: str) -> None:
+        bar.total = total
+        bar.n = done
+        bar.set_postfix_str(term_safe(path[-40:]), refresh=False)
+        bar.refresh()
+
+    try:
+        report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress,
+                               calibrate=not args.no_calibrate)
+    except FileNotFoundError as exc:
+        print(f"error: {term_safe(exc)}", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+    if args.json:
+        from ragcore.types import to_jsonable
+
+        print(dump_json(to_jsonable(report)))
+        return 0
+    counts = report.summary()
+    chunks = sum(o.chunks for o in report.outcomes if o.status in ("added", "updated", "unchanged"))
+    print(
+        f"collection {term_safe(report.collection)}: {counts['added']} added, {counts['updated']} updated, "
+        f"{counts['unchanged']} unchanged, {counts['removed']} removed, {counts['failed']} failed "
+        f"— {report.chunks_written} chunks written, {chunks} chunks in the collection's current files, "
+        f"{report.seconds:.1f} s"
+    )
+    print(f"corpus version {report.corpus_version}, built {report.built_at}")
+    print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
+    for o in report.failed:
+        print(f"  skipped {term_safe(o.path)}: {term_safe(o.reason)}")
+    return 0
+
+
+# ------------------------------------------------------------------ ask
+
+
+def _read_selection(args: argparse.Namespace) -> tuple[str, str, int] | None:
+    """The selected passage as (text, source, first line), read before anything heavy is
+    imported or loaded, so a bad file or range fails at once."""
+    if args.selection:
+        return args.selection, "(selection)", 1
+    if args.selection_file:
+        path, lines, (start, end) = read_selection_file(args.selection_file)
+        return "\n".join(lines[start - 1 : end]), path, start
+    return None
+
+
+def read_selection_file(spec: str) -> tuple[str, list[str], tuple[int, int]]:
+    """``FILE[:START-END]`` → (file, its lines, the 1-based inclusive range); UsageError
+    naming the option and the value for a missing or non-UTF-8 file or a bad range."""
+    path, rng = spec, ""
+    if not Path(spec).is_file() and ":" in spec:  # a file name may itself contain ":"
+        path, _, rng = spec.rpartition(":")
+    shown = f"--selection-file={term_safe(spec)}"
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such file {term_safe(path)!r}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{shown}: {term_safe(path)!r} is a folder, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{shown}: the file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                         f"{exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read {term_safe(path)!r} ({exc.strerror or type(exc).__name__})") from None
+    lines = text.splitlines()
+    return path, lines, _line_range(shown, rng, len(lines))
+
+
+def _whole(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
+    if not rng.strip():
+        return 1, max(n, 1)
+    a, dash, b = (part.strip() for part in rng.partition("-"))
+    allowed = (f"the line range must be LINE or START-END, whole numbers from 1 to {n} (the file's last line) "
+               f"with START ≤ END")
+    if not _whole(a) or (dash and not _whole(b)):
+        raise UsageError(f"{shown} is not allowed: {allowed}")
+    start, end = int(a), int(b) if dash else int(a)
+    if not 1 <= start <= end <= n:
+        raise UsageError(f"{shown} is not allowed: {allowed}")
+    return start, end
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    s = settings_from_args(args)
+    passage = _read_selection(args)  # a bad file or range fails before any model loads
+    engine = _engine(s, preload=True)
+    try:
+        return _ask(args, s, engine, passage)
+    finally:
+        engine.encoder.settle()  # never end the process while the model is still loading
+
+
+def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: tuple[str, str, int] | None) -> int:
+    from ragcore.engine.stages import SelectionInput
+
+    selection = SelectionInput(*passage) if passage is not None else None
+    context = args.context or ("both" if selection is not None else "corpus")
+    if context != "selection":
+        engine.warm(s.collection)  # open the collection's indexes while the model loads
+    stream = engine.stream(args.question, context=context, selection=selection)
+    answer = None
+    streamed = False
+    try:
+        for ev in stream:
+            if ev.type == "token" and args.stream and not args.json:
+                print(term_safe(ev.data["text"], keep="\n\t"), end="", flush=True)
+                streamed = True
+            elif ev.type == "done":
+                answer = ev.data["answer"]
+    except KeyboardInterrupt:
+        stream.close()  # closes the LLM stream at once
+        print("\n(cancelled)", file=sys.stderr)
+        return 130
+    assert answer is not None
+    args.quick_exit = not engine.store.opened  # read only: nothing of the store's to close
+    if args.json:
+        print(dump_json(answer.to_dict()))
+        return 0 if answer.status != "error" else 1
+    if streamed:
+        print("\n")
+    print(render_answer(answer, include_text=not streamed))
+    return 0 if answer.status != "error" else 1
+
+
+def render_answer(answer, *, include_text: bool = True) -> str:
+    """The answer as the terminal shows it; corpus-derived text cannot carry control characters."""
+    from ragcore.abstain.answerability import describe
+
+    out: list[str] = []
+    if answer.status == "error":
+        return f"error: {term_safe(answer.error_message)}"
+    if include_text:
+        out += [answer.answer, ""]
+    if answer.error_message:
+        out.append(f"note: {answer.error_message}")
+    if answer.citations:
+        out.append("Sources:")
+        out += [_source_line(c) for c in answer.citations]
+    v = answer.validation
+    for label, items in (("unsupported", v.unsupported), ("uncited", v.uncited), ("hedged", v.hedged), ("stripped", v.stripped)):
+        if items:
+            out.append(f"{label}: {len(items)} — " + "; ".join(term_safe(i[:80]) for i in items))
+    for action in v.guardrail_actions:
+        out.append(f"guardrail: {action}")
+    m = answer.metadata
+    bar = m.get("abstain_bar") or {}
+    if answer.status != "abstained" and m.get("support") and bar:
+        out.append(f"answered: {describe(m['support'], float(bar['value']))}; bar {bar['source']}")
+    lat = m.get("latency_ms", {})
+    out.append(
+        f"status {answer.status} · {m.get('generator')} · {m.get('context')} · collection {term_safe(m.get('collection'))} "
+        f"v{m.get('corpus_version')} · {m.get('chunks_used')} of {m.get('chunks_retrieved')} chunks used · "
+        f"{lat.get('total', 0):.0f} ms"
+    )
+    return term_safe("\n".join(out), keep="\n\t")
+
+
+def _source_line(c) -> str:
+    where = f"{term_safe(c.path)}:{c.start_line}-{c.end_line}"
+    if c.page is not None:
+        where += f" (page {c.page})"
+    sec = f" § {' › '.join(term_safe(s) for s in c.section)}" if c.section else ""
+    score = f"{c.score_kind} {c.retrieval_score:.3f}, " if c.retrieval_score is not None else ""
+    return f"  [{c.n}] {where}{sec}  ({score}support {c.support:.2f})"
+
+
+# ------------------------------------------------------------------ collections
+
+
+def cmd_collections(args: argparse.Namespace) -> int:
+    s = settings_from_args(args)
+    engine = _engine(s)
+    _copy_old_store(engine)
+    infos = engine.collections()
+    bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
+    if args.json:
+        from ragcore.types import to_jsonable
+
+        print(dump_json([{**to_jsonable(i), "abstain_bar": to_jsonable(bars[i.name])} for i in infos]))
+        return 0
+    if not infos:
+        where = redact_url(s.qdrant_url) or s.store_path
+        print(f"no collections under {term_safe(where)}; create one with: ragcore ingest PATH --collection NAME")
+        return 0
+    print(f"{'collection':<20} {'documents':>9} {'chunks':>7}  {'corpus version':<16}  built at")
+    for i in infos:
+        print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
+              f"{term_safe(i.built_at or '-')}")
+        print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
+    return 0
+
+
+# ------------------------------------------------------------------ main
+
+
+# Commands whose parsers live in heavier modules (bench imports Qdrant's client and the engines):
+# `ragcore ask` / `--help` register only a stub for them, so a cold question does not import them.
+LAZY_COMMANDS = {
+    "eval": "evaluate retrieval and answers on a data set (questions.jsonl + unanswerable.jsonl)",
+    "bench": BENCH_HELP,
+}
+
+
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The CLI's parser; ``full=False`` leaves `eval` and `bench` as stubs (listed in --help only)."""
+    p = argparse.ArgumentParser(prog="ragcore", description="Grounded question answering over a document corpus.")
+    p.add_argument("--data-dir", dest="data_dir", help="where embedded Qdrant lives (default: RAGCORE_DATA_DIR or ~/.local/share/ragcore)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ing = sub.add_parser("ingest", help="ingest files or folders into a collection (incremental)")
+    ing.add_argument("paths", nargs="+")
+    ing.add_argument("--collection", "-c")
+    ing.add_argument("--chunk-size", dest="chunk_size", help="words per chunk (an integer ≥ 1)")
+    ing.add_argument("--chunk-overlap", dest="chunk_overlap", help="words shared by neighbouring chunks (0 ≤ N < chunk size)")
+    ing.add_argument("--no-prune", action="store_true", help="keep documents that are not in PATHS any more")
+    ing.add_argument("--no-calibrate", action="store_true",
+                     help="do not set the abstain bar from the corpus itself (label-free calibration, a few seconds)")
+    ing.add_argument("--json", action="store_true", help="print the ingest report as JSON")
+    ing.add_argument("--quiet", "-q", action="store_true")
+    ing.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
+    ing.set_defaults(func=cmd_ingest)
+
+    ask = sub.add_parser("ask", help="ask a question")
+    ask.add_argument("question")
+    ask.add_argument("--collection", "-c")
+    ask.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer ≥ 1)")
+    ask.add_argument("--threshold", help="minimum cosine similarity (0-1) a chunk needs, in every mode; -1 keeps every chunk")
+    ask.add_argument("--mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode (default hybrid)")
+    ask.add_argument("--fusion", choices=["rrf", "weighted"])
+    ask.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")
+    ask.add_argument("--path-filter", dest="path_filter", help="only documents whose path matches this glob")
+    ask.add_argument("--selection", help="answer only from this passage")
+    ask.add_argument("--selection-file", dest="selection_file", help="FILE[:START-END] lines to answer from")
+    ask.add_argument("--context", "--ask-mode", dest="context", choices=["corpus", "selection", "both"], help="answer from the whole corpus, only the selection, or both (default: corpus, or both with --selection-file)")
+    ask.add_argument("--json", action="store_true", help="print the Answer contract as JSON")
+    ask.add_argument("--stream", action="store_true", help="print tokens as they come")
+    ask.set_defaults(func=cmd_ask)
+
+    col = sub.add_parser("collections", help="list collections with their stats")
+    col.add_argument("--json", action="store_true")
+    col.set_defaults(func=cmd_collections)
+
+    if not full:
+        for name, text in LAZY_COMMANDS.items():
+            sub.add_parser(name, help=text, add_help=False)
+        return p
+    from ragcore.cli.plugins import add_plugin_parsers
+    from ragcore.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
+    add_plugin_parsers(sub)
+    return p
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is neither an option nor --data-dir's value)."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--data-dir":
+            skip = True
+        elif not a.startswith("-"):
+            return a
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _dispatch(argv)[0]
+
+
+def run() -> None:
+    """The ``ragcore`` console script. A question that opened no store leaves nothing to close
+    or flush but its output, so it skips the interpreter's teardown (freeing the model's session,
+    the snapshot's maps and every module one by one: ~0.1 s of a ~1.2 s cold ``ragcore ask``)."""
+    code, quick = _dispatch(None)
+    if quick:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except OSError:  # a closed pipe: nothing more can be said
+                pass
+        os._exit(code)
+    raise SystemExit(code)
+
+
+def _dispatch(argv: Sequence[str] | None) -> tuple[int, bool]:
+    """Run one command: (exit code, whether the process may end without teardown)."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(full=_command(args_in) in LAZY_COMMANDS)
+    try:
+        args = parser.parse_args(attach_negative_values(args_in))
+    except SystemExit as exc:  # argparse has printed the usage error (or --help)
+        return (exc.code if isinstance(exc.code, int) else 2), False
+    code = _run_command(args)
+    return code, code == 0 and bool(getattr(args, "quick_exit", False))
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("\n(interrupted)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (`ragcore ask ... | head`): nothing more to tell it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return 141  # 128 + SIGPIPE, as a shell reports a process a closed pipe stopped
+    except (ConfigError, UsageError) as exc:  # a value the user gave: say which, and what is allowed
+        print(f"error: {term_safe(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # no tracebacks for users; RAGCORE_DEBUG=1 shows them
+        if os.environ.get("RAGCORE_DEBUG"):
+            raise
+        from ragcore.storage.store import StoreError
+
+        msg = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        print(f"error: {term_safe(msg)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    run()

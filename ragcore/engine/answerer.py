@@ -1,0 +1,211 @@
+"""Answering a question: the stages in order, turned into the event stream.
+
+    route → select context → retrieve → assess → synthesize → validate
+
+:meth:`Answerer.stream` reads top to bottom; each stage is a method with explicit inputs and a
+typed result (``stages.py``). The resources come in explicitly from the Engine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Generator, Iterator
+
+from ragcore.abstain.answerability import Support, assess
+from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
+from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.engine.events import EventFactory
+from ragcore.safety.guardrails import is_hedged, route_question
+from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
+from ragcore.retrieval import HybridSearch
+from ragcore.engine.stages import (
+    NOTHING_TO_QUOTE, AskRequest, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
+    build_answer, cancelled_answer, exempt, failed_answer, failure_message, request_problem, routed_answer,
+    selection_evidence,
+)
+from ragcore.storage.store import Store, StoreError
+from ragcore.synthesis.base import FixedText, Synthesis, SynthesisJob, Synthesizer
+from ragcore.synthesis.extractive.composer import ABSTAIN_TEXTS, ExtractiveComposer, ExtractiveSynthesizer
+from ragcore.synthesis.llm.synthesizer import LlmSynthesizer
+from ragcore.abstain.topics import TopicMatch
+from ragcore.types import Event
+
+
+@dataclass(frozen=True)
+class Resources:
+    store: Store
+    search: HybridSearch
+    encoder: OnnxMiniLM
+    scorer: SupportScorer
+    closest_topic: Callable[[str, RagcoreSettings, str], TopicMatch | None]
+    abstain_bar: Callable[[RagcoreSettings, str], tuple[float, str]]
+    generator_for: Callable[[RagcoreSettings], object]  # one OpenAI-compatible generator per endpoint
+    condense: Callable[[str, tuple[tuple[str, str], ...], RagcoreSettings], str]  # follow-up → standalone
+    unseen_words: Callable[[str, str], tuple[str, ...]]  # rare question words no chunk of the collection contains
+
+
+class Answerer:
+    def __init__(self, resources: Resources) -> None:
+        self.r = resources
+
+    def stream(self, req: AskRequest, cancel: threading.Event | None = None) -> Iterator[Event]:
+        ev = EventFactory(req.request_id)
+        t0 = time.perf_counter()
+        yield ev("started", question=req.question, context=req.context, collection=req.collection)
+        problem = request_problem(req)
+        if problem:
+            yield from _failed(ev, req, problem)
+            return
+        route = route_question(req.question, req.settings.boundary_rules)
+        if route.kind != "corpus":
+            answer = routed_answer(req, route)
+            yield ev("sources", evidence=(), candidates=())
+            yield ev("message", text=answer.answer)
+            yield ev("done", status="ok", answer=answer)
+            return
+        try:
+            retrieved = self.retrieve(req)
+            latency = {**retrieved.latency_ms, "sources": _ms(t0)}
+            yield ev("sources", evidence=retrieved.evidence, candidates=retrieved.candidates)
+            t = time.perf_counter()
+            assessment = self.assess(req, retrieved)
+            latency["assess"] = _ms(t)
+            t = time.perf_counter()
+            synthesis = yield from self.synthesize(req, retrieved, assessment, ev, cancel)
+            latency["generate"] = _ms(t)
+            if synthesis.cancelled:
+                yield ev("done", status="cancelled", answer=cancelled_answer(req, retrieved, synthesis, latency))
+                return
+            t = time.perf_counter()
+            checked = self.validate(req, retrieved, assessment, synthesis)
+            latency.update(validate=_ms(t), total=_ms(t0))
+            answer = build_answer(req, retrieved, assessment, synthesis, checked, latency)
+            yield ev("message", text=answer.answer)
+            yield ev("done", status="ok", answer=answer)
+        except Exception as exc:  # the caller never sees a traceback: it gets a message
+            yield from _failed(ev, req, _friendly(exc))
+
+    # ------------------------------------------------------------------ select context + retrieve
+
+    def retrieve(self, req: AskRequest) -> Retrieved:
+        s = req.settings
+        info = None
+        if req.context != "selection":
+            info = self.r.store.info(req.collection)
+            if info.chunks == 0:
+                raise StageError(f"The collection {req.collection!r} is empty or does not exist. Ingest documents "
+                                 f"first: ragcore ingest PATH --collection {req.collection}")
+        standalone = self.r.condense(req.question, req.history, s)
+        evidence = list(selection_evidence(req.selection)) if req.selection and req.context != "corpus" else []
+        candidates, latency = (), {}
+        if req.context != "selection":
+            result = self.r.search.search(req.collection, standalone, s)
+            candidates, latency = result.candidates, dict(result.latency_ms)
+            evidence.extend(evidence_from_candidates(candidates, result.rank_score_kind, start=len(evidence) + 1))
+        return Retrieved(standalone, tuple(evidence), candidates, info, latency)
+
+    # ------------------------------------------------------------------ assess
+
+    def assess(self, req: AskRequest, retrieved: Retrieved) -> Assessment:
+        """Answer or abstain, decided before any generation. A selection is judged by its
+        sentences, so those contexts compose first; in corpus mode an abstention composes nothing."""
+        s, q = req.settings, retrieved.standalone
+        composer = ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
+        composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
+        topic = self.r.closest_topic(q, s, req.collection) if req.context != "selection" else None
+        support: Support = assess(req.context, q, retrieved.candidates, topic, composed.best_selection if composed else None)
+        if support.basis == "corpus" and s.abstain_unseen_words:
+            support = replace(support, unseen=self.r.unseen_words(q, req.collection))
+        bar, source = self.r.abstain_bar(s, req.collection) if req.context != "selection" else (s.abstain_bar, "settings")
+        reason = abstain_reason(retrieved.evidence, support, bar)
+        if reason is None and not s.llm.configured:
+            composed = composed or composer.compose(q, retrieved.evidence)
+            reason = NOTHING_TO_QUOTE if composed.status == "abstained" else None
+        return Assessment(support, bar, source, reason, composed)
+
+    # ------------------------------------------------------------------ synthesize
+
+    def synthesize(self, req: AskRequest, retrieved: Retrieved, assessment: Assessment, ev: EventFactory,
+                   cancel: threading.Event | None) -> Generator[Event, None, Synthesis]:
+        s = req.settings
+        job = SynthesisJob(retrieved.standalone, req.question, retrieved.evidence, req.history, s)
+        synth: Synthesizer
+        if assessment.abstain_reason:
+            synth = FixedText(ABSTAIN_TEXTS[req.context])
+        elif s.llm.configured:
+            synth = LlmSynthesizer(self.r.generator_for(s))
+        else:
+            synth = ExtractiveSynthesizer(self._composer(s), assessment.composed)
+        result = yield from _pump(synth, job, ev, cancel)
+        if result.failure is None or result.cancelled or result.failure.kind == "deadline":
+            if result.failure is not None:
+                yield ev("error", message=result.failure.message, kind=result.failure.kind)
+            return result
+        # the model failed: the same evidence, quoted
+        yield ev("error", message=result.failure.message, kind=result.failure.kind)
+        fallback = yield from _pump(ExtractiveSynthesizer(self._composer(s), assessment.composed), job, ev, cancel)
+        return replace(fallback, generator=f"extractive (after {result.generator} failed)", failure=result.failure,
+                       packing=result.packing)
+
+    def _composer(self, s: RagcoreSettings) -> ExtractiveComposer:
+        return ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
+
+    # ------------------------------------------------------------------ validate
+
+    def validate(self, req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis) -> Checked:
+        s = req.settings
+        hedge = is_hedged if synthesis.model_written else None  # extractive sentences are the documents' own words
+        # no answer makes a viewer load an image; a model's links also show their target
+        text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
+        checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
+        actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
+        notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []
+        v = checked.validation
+        if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):
+            composed = assessment.composed or self._composer(s).compose(retrieved.standalone, retrieved.evidence)
+            checked = CitationChecker(self.r.scorer, exempt=exempt).check(composed.text, retrieved.evidence)
+            actions.append(f"replaced the LLM answer ({len(v.unsupported)} unsupported, {len(v.injected)} relying on "
+                           "instruction-like evidence) with the extractive answer")
+        actions.extend(x.describe() + "; sentences citing it are flagged" for x in suspicious_evidence(retrieved.evidence))
+        validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
+        status = answer_status(assessment, synthesis, validation)
+        citations = checked.citations if status != "abstained" else ()
+        return Checked(checked.text, citations, validation, status, failure_message(synthesis))
+
+
+def _pump(synth: Synthesizer, job: SynthesisJob, ev: EventFactory,
+          cancel: threading.Event | None) -> Generator[Event, None, Synthesis]:
+    """Run a synthesizer: each piece becomes a token event; Stop (``cancel``) closes it at once."""
+    gen = synth.stream(job, cancel)
+    parts: list[str] = []
+    try:
+        while True:
+            if cancel is not None and cancel.is_set():
+                return Synthesis("".join(parts), synth.name, cancelled=True)
+            piece = next(gen)
+            parts.append(piece)
+            yield ev("token", text=piece)
+    except StopIteration as stop:
+        result: Synthesis = stop.value
+        return replace(result, cancelled=True) if cancel is not None and cancel.is_set() else result
+    finally:
+        gen.close()
+
+
+def _failed(ev: EventFactory, req: AskRequest, message: str) -> Iterator[Event]:
+    yield ev("error", message=message)
+    yield ev("done", status="error", answer=failed_answer(req, message))
+
+
+def _ms(t: float) -> float:
+    return (time.perf_counter() - t) * 1e3
+
+
+def _friendly(exc: Exception) -> str:
+    if isinstance(exc, (StoreError, StageError)):
+        return str(exc)
+    return (f"Something went wrong while answering ({type(exc).__name__}: {exc}). The question was not answered; "
+            "try again, or check the collection with `ragcore collections`.")

@@ -1,0 +1,189 @@
+"""The engine's stages as small typed units: route → select context → retrieve → assess →
+synthesize → validate. Each stage's result is a frozen dataclass; the pure rules live here,
+the stages that need the engine's resources (store, search, model) are Engine methods that
+return these types (``pipeline.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+from ragcore.abstain.answerability import Support
+from ragcore.settings.config import RagcoreSettings
+from ragcore.safety.guardrails import Route
+from ragcore.ingest.chunking import chunk_id as make_chunk_id
+from ragcore.engine.selection import selection_problem
+from ragcore.synthesis.base import Synthesis
+from ragcore.synthesis.extractive.composer import ExtractiveResult
+from ragcore.textutil import line_of_offset, sentence_spans
+from ragcore.types import (
+    Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, Status, Validation,
+)
+
+ContextMode = Literal["corpus", "selection", "both"]
+# sentences that legitimately carry no citation
+_EXEMPT_PREFIXES = ("the corpus does not", "the evidence does not", "the selection does not", "neither the selection",
+                    "i could not find")
+
+
+class StageError(Exception):
+    """A request that cannot be answered, with the message the user sees."""
+
+
+def exempt(sentence: str) -> bool:
+    return sentence.strip().lower().startswith(_EXEMPT_PREFIXES)
+
+
+@dataclass(frozen=True)
+class SelectionInput:
+    text: str
+    source: str | None = None  # e.g. the file the passage was selected from
+    start_line: int = 1  # line of the source where the selection starts
+    page: int | None = None  # PDF page the passage is on
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    question: str
+    context: ContextMode
+    collection: str
+    settings: RagcoreSettings
+    request_id: str
+    selection: SelectionInput | None = None
+    history: tuple[tuple[str, str], ...] = ()
+
+    def base_meta(self) -> dict[str, Any]:
+        return {"context": self.context, "collection": self.collection, "config": self.settings.public_dict(),
+                "request_id": self.request_id}
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    standalone: str  # the question the evidence was retrieved for
+    evidence: tuple[Evidence, ...]
+    candidates: tuple[Candidate, ...]
+    info: CollectionInfo | None
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    support: Support
+    bar: float
+    bar_source: str
+    abstain_reason: str | None
+    composed: ExtractiveResult | None  # the extractive answer, when it had to be composed to decide
+
+
+@dataclass(frozen=True)
+class Checked:
+    text: str
+    citations: tuple[Citation, ...]
+    validation: Validation
+    status: Status
+    error_message: str | None = None
+
+
+# ---------------------------------------------------------------- route / select context
+
+
+def request_problem(req: AskRequest) -> str | None:
+    """Why the request cannot be answered at all, before any work (None: it can)."""
+    if not req.question or not req.question.strip():
+        return "The question is empty: type a question first."
+    if req.context in ("selection", "both"):
+        return selection_problem(req.selection.text if req.selection else None, req.settings.min_selection_chars)
+    return None
+
+
+def routed_answer(req: AskRequest, route: Route) -> Answer:
+    """Small talk, questions about the tool and boundary rules get a fixed reply, no retrieval."""
+    action = f"{route.kind}: {route.rule}" if route.rule else route.kind
+    return Answer(question=req.question, answer=route.reply or "", status="ok",
+                  metadata={**req.base_meta(), "generator": "router"}, validation=Validation(guardrail_actions=(action,)))
+
+
+def selection_evidence(sel: SelectionInput) -> list[Evidence]:
+    """The selection as evidence, one sentence each, so citations point at exact lines."""
+    path = sel.source or "(selection)"
+    out: list[Evidence] = []
+    for i, span in enumerate(sentence_spans(sel.text), 1):
+        start = sel.start_line + line_of_offset(sel.text, span.start)
+        end = sel.start_line + line_of_offset(sel.text, max(span.end - 1, span.start))
+        raw = sel.text[span.start : span.end]
+        chunk = Chunk(
+            chunk_id=make_chunk_id(path, start, end, raw), text=raw, path=path, doc_hash="selection", kind="text",
+            start_line=start, end_line=end, section=("selection",), page=sel.page, ordinal=i - 1,
+        )
+        out.append(Evidence(n=i, chunk=chunk, origin="selection", score=None, score_kind="cosine"))
+    return out
+
+
+# ---------------------------------------------------------------- assess
+
+
+def abstain_reason(evidence: tuple[Evidence, ...], support: Support, bar: float) -> str | None:
+    """Why the engine will not answer, or None when it will."""
+    if not evidence:
+        return "no evidence passed top-K and the threshold"
+    if support.score < bar or support.unseen:  # set in corpus mode only (answering.py)
+        return support.explain(bar)  # names the unseen words (answerability.describe)
+    return None
+
+
+NOTHING_TO_QUOTE = "the evidence has no prose sentence to quote (only code or tables); an LLM could still answer from it"
+
+
+# ---------------------------------------------------------------- validate
+
+
+def answer_status(assessment: Assessment, synthesis: Synthesis, validation: Validation) -> Status:
+    """abstained · partial (a failure, or any sentence uncited, unsupported or relying on
+    instruction-like evidence) · ok."""
+    if assessment.abstain_reason:
+        return "abstained"
+    if synthesis.failure is not None or validation.unsupported or validation.uncited or validation.injected:
+        return "partial"
+    return "ok"
+
+
+def failure_message(synthesis: Synthesis) -> str | None:
+    f = synthesis.failure
+    if f is None:
+        return None
+    if f.kind == "deadline":
+        return f"{f.message} The answer stops where the model was when the deadline passed."
+    return f"{f.message} Showing the extractive answer from the same evidence instead."
+
+
+def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis,
+                 checked: Checked, latency_ms: Mapping[str, float]) -> Answer:
+    meta: dict[str, Any] = {
+        **req.base_meta(),
+        "corpus_version": retrieved.info.corpus_version if retrieved.info else None,
+        "built_at": retrieved.info.built_at if retrieved.info else None,
+        "standalone_question": retrieved.standalone if retrieved.standalone != req.question else None,
+        "chunks_retrieved": len(retrieved.candidates), "chunks_used": len(retrieved.evidence),
+        "best_support": round(assessment.support.score, 4), "support": assessment.support.as_dict(),
+        "abstain_bar": {"value": assessment.bar, "source": assessment.bar_source},
+        "generator": synthesis.generator, "latency_ms": {k: round(v, 2) for k, v in latency_ms.items()},
+    }
+    if synthesis.packing is not None:
+        meta["packing"] = dict(synthesis.packing)
+    return Answer(
+        question=req.question, answer=checked.text, status=checked.status, citations=checked.citations,
+        evidence=retrieved.evidence, candidates=retrieved.candidates, validation=checked.validation,
+        metadata=meta, error_message=checked.error_message,
+    )
+
+
+def cancelled_answer(req: AskRequest, retrieved: Retrieved, synthesis: Synthesis, latency_ms: Mapping[str, float]) -> Answer:
+    return Answer(question=req.question, answer=synthesis.text, status="partial", evidence=retrieved.evidence,
+                  candidates=retrieved.candidates,
+                  metadata={**req.base_meta(), "generator": synthesis.generator, "latency_ms": dict(latency_ms)},
+                  error_message="Cancelled by the user.")
+
+
+def failed_answer(req: AskRequest, message: str) -> Answer:
+    return Answer(question=req.question, answer="", status="error", metadata=req.base_meta(), error_message=message)
+

@@ -1,0 +1,1 @@
+"""Every LlamaIndex adapter in one place: the node parser, node conversion, the embedding, the vector store, the retriever, the cut post-processors and the LLM. LlamaIndex is imported only by these modules (and only when one is used)."""

@@ -1,0 +1,303 @@
+"""The offline default generator: an answer made only of the evidence's own words, verbatim.
+
+It quotes *units* of the documents' structure (``compose_units.py``): whole sentences, and a
+sentence together with the code block, list or table it introduces ("To ingest…, run:" brings
+its command). A sentence that introduces a block it cannot bring, a sentence cut off by the
+chunk's end, a heading or a table row run into prose is never quoted. For every unit
+
+    score = 0.5·cos(question, unit) + 0.25·lexical + 0.25·cos(question, chunk)
+
+where *lexical* is the share of the question's content words the unit contains and the last
+term is the chunk's own retrieval cosine; then the rules of ``compose_rules.py`` apply (meta
+sentences about the page are dropped, pointers lose 15%, the question's intent and key terms
+add small bonuses). It keeps the best unit and those close to it (≥ 65% of its score),
+skipping near duplicates, up to ``max_sentences``; best first, the rest in reading order. The
+units come from at most ``max_docs`` documents (setting ``answer_docs``, default 1), those of the
+best units; a selection's units are never held back by it. Quoting one page makes the answer cite
+the page that answers: on the two test sets a citation into a page other than the best unit's was
+rarely to a page the reference answer links (0 of 11 on Django, 5 of 30 on Git), and with one page
+and the wider 65% margin citation precision rose (Django 0.481 → 0.596, Git 0.307 → 0.370) while token F1
+stayed level (0.188 → 0.189, 0.215 → 0.212; bench/results/eval-*-s7.md). A unit that leans on
+the sentence before it ("Note that this…", "However, …") comes with that sentence or not at all
+(``compose_context.py``), within the same ``max_sentences``.
+
+Rendering keeps the source's bytes: a sentence is its source text with whitespace across line
+breaks folded to one space; a block keeps every line (code without a fence in the source, as
+HTML ``<pre>`` or a reST literal block, gets a bare ```` ``` ```` fence around its lines). The
+``[n]`` marker follows the sentence, and the block it brings (each list item carries its own).
+A definition quoted from its term on ("DEBUG", "before_request(f)", "-F <file>" above the
+text that defines it) keeps the term on a line of its own and is a paragraph of its own: run
+into one line, "DEBUG Whether debug mode is enabled." read as a fragment.
+Whether to answer at all is the engine's call (``answerability.py``); the composer abstains
+only when the evidence has nothing it can quote. Deterministic: same evidence, same answer.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, replace
+from typing import Generator, Sequence
+
+from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.safety.injection import looks_like_instruction
+from ragcore.storage.store import embed_text
+from ragcore.citations.markers import markers_in
+from ragcore.textutil import Span, content_terms, normalize_ws, sentence_spans
+from ragcore.types import Chunk, Evidence
+from ragcore.synthesis.base import Synthesis, SynthesisJob, word_pieces
+from ragcore.synthesis.extractive.context import Antecedents
+from ragcore.synthesis.extractive.rules import adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
+from ragcore.synthesis.extractive.units import Block, Picked, Unit, units_of
+
+ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
+# what an abstention says, by where the answer was to come from
+ABSTAIN_TEXTS = {
+    "corpus": ABSTAIN_TEXT,
+    "selection": "The selection does not contain enough evidence to answer this.",
+    "both": "Neither the selection nor the corpus contains enough evidence to answer this.",
+}
+_RELATIVE_KEEP = 0.65
+_DUPLICATE_COS = 0.9
+_QUESTION_END = re.compile(r"""\?["'”’)\]]*$""")
+_MAX_TABLE_ROWS = 4  # a table on its own: its header and the rows that match best
+
+
+@dataclass(frozen=True)
+class ExtractiveResult:
+    text: str
+    status: str  # "ok" | "abstained"
+    best_score: float
+    picked: tuple[Picked, ...]
+    best_selection: float | None = None  # best score among sentences of the selection, if any
+
+
+def _usable(unit: Unit) -> bool:
+    if is_meta(unit) or looks_like_instruction(unit.plain):
+        return False  # instruction-like text is never quoted as an answer
+    if markers_in(unit.sentence):
+        return False  # "markers such as [1] and [2]": quoted, its brackets would read as citations
+    if _QUESTION_END.search(unit.sentence):
+        return False  # "So how do you register that blueprint?" asks; it answers nothing
+    if unit.sentence:
+        words = unit.sentence.split()
+        letters = sum(ch.isalpha() for ch in unit.sentence)
+        # mostly prose, not code or a table run into a line
+        return 4 <= len(words) <= 90 and letters >= 0.55 * len(unit.sentence.replace(" ", ""))
+    return True
+
+
+def candidates(evidence: Sequence[Evidence]) -> list[tuple[Evidence, Unit]]:
+    """Every quotable unit of the evidence, in evidence order. A sentence that opens on a plain
+    lowercase word that names nothing here is the rest of a sentence begun before it (in a
+    block the text lost, or across a chunk boundary): quoted, it reads as a fragment."""
+    out = []
+    for e in evidence:
+        names = source_names(e.chunk)
+        out += [(e, u) for u in units_of(e.chunk) if _usable(u) and not starts_mid_sentence(u, names)]
+    return out
+
+
+class ExtractiveComposer:
+    name = "extractive"
+
+    def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4, max_docs: int = 1) -> None:
+        self.encoder = encoder
+        self.max_sentences = max_sentences
+        self.max_docs = max_docs
+
+    def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
+        items = candidates(evidence)
+        if not items:
+            return []
+        # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
+        unscored = [e for e in evidence if e.dense_score is None]
+        vecs = self.encoder.encode([question, *(_embed_text(u) for _, u in items), *(embed_text(e.chunk) for e in unscored)])
+        q = vecs[0]
+        unit_cos = vecs[1 : 1 + len(items)] @ q
+        chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
+        chunk_cos.update({e.n: float(v @ q) for e, v in zip(unscored, vecs[1 + len(items) :])})
+        q_terms = content_terms(question)
+        intent = intent_of(question)
+        out = []
+        for (e, unit), cos in zip(items, unit_cos):
+            lex = len(q_terms & content_terms(unit.plain)) / len(q_terms) if q_terms else 0.0
+            score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
+            if e.origin == "selection":
+                score += 0.05  # in "both" mode the selection is the primary source
+            span = Span(unit.start, unit.end, unit.sentence or normalize_ws(unit.plain), block=unit.block and unit.block.kind)
+            out.append(Picked(e.n, span, score, _trimmed(unit, q_terms)))
+        self._vecs = {id(p): v for p, v in zip(out, vecs[1 : 1 + len(items)])}
+        return out
+
+    def compose(self, question: str, evidence: Sequence[Evidence]) -> ExtractiveResult:
+        scored = self.score_sentences(question, evidence)
+        if not scored:
+            return ExtractiveResult(ABSTAIN_TEXT, "abstained", 0.0, ())
+        ranked = sorted(scored, key=lambda p: (-p.score, p.n, p.span.start))
+        best = ranked[0]
+        selected = {e.n for e in evidence if e.origin == "selection"}
+        best_selection = max((p.score for p in scored if p.n in selected), default=None)
+        follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
+        context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
+        chosen = self._choose(ranked, evidence, context)
+        # the best unit that stands alone first, the rest in reading order (evidence number, then
+        # position); for a how-to question the instructions and commands before the explanations;
+        # a unit that leans on the one before it follows that one (compose_context.py)
+        howto = intent_of(question).howto
+        lead = next((p for p in chosen if not context.leans(p)), chosen[0])
+        rest = sorted((p for p in chosen if p is not lead),
+                      key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
+        ordered = context.grouped(lead, rest)
+        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
+
+    def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents) -> list[Picked]:
+        """The best units within ``_RELATIVE_KEEP`` of the best, up to ``max_sentences``: from
+        at most ``max_docs`` pages, no near duplicates, each with the units it leans on. When
+        no unit can be quoted that way (the best leans on a sentence the chunk does not hold,
+        and nothing else is close), the best unit that can, however far below the best."""
+        best = ranked[0]
+        page = {e.n: None if e.origin == "selection" else e.chunk.path for e in evidence}
+        chosen: list[Picked] = []
+        pages: set[str] = set()
+        for p in ranked:
+            if len(chosen) >= self.max_sentences or p.score < _RELATIVE_KEEP * best.score:
+                break
+            if page[p.n] is not None and page[p.n] not in pages and 0 < self.max_docs <= len(pages):
+                continue  # another page: the answer quotes the pages of its best units only
+            v = self._vecs[id(p)]
+            if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
+                continue
+            before = context.needs(p, chosen)
+            if before is None or len(chosen) + len(before) + 1 > self.max_sentences:
+                continue  # a fragment without the sentence it leans on, or no room for that one
+            chosen += [*before, p]
+            pages |= {page[p.n]} - {None}
+        if chosen:
+            return chosen
+        for p in ranked:
+            before = context.needs(p, [])
+            if before is not None and len(before) < self.max_sentences:
+                return [*before, p]
+        return [best]
+
+
+def source_names(chunk: Chunk) -> frozenset[str]:
+    """Lowercase words that name things where the chunk comes from: its file name and headings."""
+    return frozenset(re.findall(r"[a-z]+", " ".join([chunk.path.rsplit("/", 1)[-1], *chunk.section]).lower()))
+
+
+def _embed_text(unit: Unit) -> str:
+    """What a unit is embedded as: its sentence, or a table's text (the block's first lines)."""
+    return unit.sentence or normalize_ws(unit.plain)[:500]
+
+
+def _overlaps(a: Picked, b: Picked) -> bool:
+    """Two units quoting the same text (a list item's sentence and the list it belongs to)."""
+    if a.n != b.n:
+        return False
+    ra = (a.span.start, a.unit.block.end if a.unit and a.unit.block else a.span.end)
+    rb = (b.span.start, b.unit.block.end if b.unit and b.unit.block else b.span.end)
+    return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def _trimmed(unit: Unit, q_terms: set[str]) -> Unit:
+    """A table on its own keeps its header, its delimiter row and the rows that match best."""
+    if unit.sentence or unit.block is None or unit.block.kind != "table":
+        return unit
+    lines = unit.block.text.split("\n")
+    head, rows = lines[:2], lines[2:]
+    if len(rows) <= _MAX_TABLE_ROWS:
+        return unit
+    ranked = sorted(range(len(rows)), key=lambda i: (-len(q_terms & content_terms(rows[i])), i))[:_MAX_TABLE_ROWS]
+    kept = [rows[i] for i in sorted(ranked)]
+    return replace(unit, block=replace(unit.block, text="\n".join([*head, *kept])))
+
+
+def render(picked: Sequence[Picked]) -> str:
+    """The answer's Markdown: prose units run on in one paragraph; a unit with a block ends it,
+    and a definition (a unit that opens on its term) is a paragraph of its own."""
+    out: list[str] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            out.append(" ".join(para))
+            para.clear()
+
+    for p in picked:
+        u = p.unit
+        if u is not None and u.term:
+            flush()
+            para.append(_with_term(u.sentence, u.term, p.n))
+        elif u is None or u.block is None:
+            para.append(_marked(p.span.text, p.n))
+        elif u.sentence:
+            para.append(_marked(u.sentence, p.n))
+        if u is not None and (u.term or u.block is not None):
+            flush()
+            if u.block is not None:
+                out.append(_block_text(u.block, p.n))
+    flush()
+    return "\n\n".join(out)
+
+
+def _with_term(sentence: str, term: int, n: int) -> str:
+    """A definition quoted from its term on: the term, a line break, the definition marked."""
+    return f"{sentence[:term]}\n{_marked(sentence[term:].lstrip(), n)}"
+
+
+def _marked(text: str, n: int) -> str:
+    """A unit's prose with its marker after each sentence: a definition quoted from its term on,
+    or a list item, can hold several, and each is a claim the checker reads on its own."""
+    spans = sentence_spans(text)
+    if len(spans) <= 1:
+        return f"{text} [{n}]"
+    for sp in reversed(spans):
+        text = f"{text[: sp.end]} [{n}]{text[sp.end :]}"
+    return text
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def _marked_list(text: str, n: int) -> str:
+    """Each sentence of each item is a claim of its own: a marker follows each. Sentences are
+    found in the item's text after its bullet or number ("1." is not a sentence)."""
+    items: list[list[str]] = []
+    for line in text.split("\n"):
+        if _LIST_ITEM.match(line) or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    out = []
+    for lines in items:
+        item = "\n".join(lines)
+        m = _LIST_ITEM.match(item)
+        head, body = (item[: m.end()], item[m.end() :]) if m else ("", item)
+        for sp in reversed(sentence_spans(body)):
+            body = f"{body[: sp.end]} [{n}]{body[sp.end :]}"
+        out.append(head + body)
+    return "\n".join(out)
+
+
+def _block_text(block: Block, n: int) -> str:
+    if block.kind == "list":
+        return _marked_list(block.text, n)
+    return f"{block.text}\n\n[{n}]"
+
+
+class ExtractiveSynthesizer:
+    """The composer behind the synthesizer interface (``composed``: an answer already composed
+    for this evidence, e.g. when the selection had to be scored before deciding to answer)."""
+
+    name = "extractive"
+
+    def __init__(self, composer: ExtractiveComposer, composed: ExtractiveResult | None = None) -> None:
+        self.composer = composer
+        self.composed = composed
+
+    def stream(self, job: SynthesisJob, cancel: threading.Event | None = None) -> Generator[str, None, Synthesis]:
+        result = self.composed or self.composer.compose(job.question, job.evidence)
+        yield from word_pieces(result.text)
+        return Synthesis(result.text, self.name)

@@ -1,0 +1,306 @@
+"""What the extractive composer can quote from one chunk: sentences, and sentences with the block
+they introduce.
+
+A chunk's text is read as the document's structure, not as a bag of sentences:
+
+* prose sentences (``textutil.sentence_spans``); a heading is never quoted;
+* blocks: fenced code, Markdown tables and reST literal blocks (kept whole by ``sentence_spans``),
+  Markdown lists (bullet lines and their indented continuations; the HTML loader writes
+  ``<ul>``/``<ol>`` that way too), and for HTML, runs of paragraphs that read as code (what
+  ``<pre>`` leaves: lines that are not prose);
+* a sentence that *introduces* a block (it ends with a colon, or says "the following" / "as
+  follows") is only quotable together with the block right after it; without one (the chunk
+  ends first, or what follows is prose) the sentence is not quotable at all;
+* a prose sentence must be whole: it ends with . ! ? or : (optionally a closing bracket or
+  quote), and the chunk's first sentence must not start mid-sentence (lower case);
+* a sentence of a definition below its term (a ``<dl>`` entry as the HTML loader writes it: the
+  term on a bullet line, the definition indented under it) is quoted from the term on, so it
+  says what it defines; so is the first sentence after a one-paragraph name in HTML (a
+  name/description table's row, which Sphinx writes as two paragraphs). A unit that opens on a
+  term ("DEBUG", "-F <file>", "before_request(f)") records the term's length, and the answer
+  shows the term on a line of its own;
+* a table row is never prose: a table is quoted only as a table (its header, the delimiter
+  row and the rows that matter), and a sentence holding `` | `` cell separators is not quoted.
+
+Every unit keeps the chunk's character offsets of what it quotes, so the answer can be checked
+against the source byte for byte (whitespace across line breaks in a sentence aside).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragcore.textutil import Span, normalize_ws, sentence_spans
+from ragcore.types import Chunk
+
+_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d+[.)])[ \t]+")
+_WHOLE = re.compile(r"""(?:[.!?:]|::)["'”’)\]`*_]*$""")
+_INTRO = re.compile(r"(?::|\bthe following\b.*|\bas follows\b.*)$", re.I)
+_LINEBREAK_WS = re.compile(r"[ \t]*\n\s*")
+MAX_BLOCK_LINES = 40
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # "code" | "table" | "list"
+    start: int  # chunk-text offsets of the quoted lines
+    end: int
+    text: str  # the Markdown to show: the source lines, fenced when the source had no fence
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One quotable thing: a sentence, a sentence with its block, or a table on its own."""
+
+    start: int  # chunk-text offsets of the sentence (or of the table)
+    end: int
+    sentence: str  # the sentence's source text, line breaks folded; "" for a table on its own
+    block: Block | None = None
+    item: bool = False  # a sentence of a list item
+    term: int = 0  # a definition's term opens the sentence: its first ``term`` characters
+
+    @property
+    def plain(self) -> str:
+        """What the unit says, for scoring."""
+        return normalize_ws(f"{self.sentence} {self.block.text if self.block else ''}")
+
+
+@dataclass(frozen=True)
+class Picked:
+    """A unit the composer scored: which evidence it is from, and how well it answers."""
+
+    n: int  # the evidence number
+    span: Span  # the quoted sentence (or table) in the chunk's text
+    score: float
+    unit: Unit | None = None  # what is quoted: the sentence and the block it brings
+
+
+def fold(text: str) -> str:
+    """A sentence as quoted: whitespace runs that cross a line break become one space."""
+    return _LINEBREAK_WS.sub(" ", text.strip())
+
+
+def units_of(chunk: Chunk) -> list[Unit]:
+    text = chunk.text
+    spans = sentence_spans(text)
+    blocks = _blocks(text, spans, chunk.kind == "html", chunk.section)
+    out: list[Unit] = []
+    for i, sp in enumerate(spans):
+        if sp.heading or sp.block or _inside(sp, blocks, text):
+            continue
+        unit = _sentence_unit(text, sp, blocks, first=i == 0, section=chunk.section, html=chunk.kind == "html")
+        if unit is not None:
+            out.append(unit)
+    out.extend(Unit(b.start, b.end, "", b) for b in blocks if b.kind == "table")
+    return out
+
+
+def _sentence_unit(
+    text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...], html: bool = False,
+) -> Unit | None:
+    head = _term_of(text, sp, blocks)
+    if head is None and html:
+        head = _cell_term_of(text, sp, blocks, section)
+    begin = sp.start if head is None else head
+    raw = text[begin : sp.end]
+    item = bool(_BULLET.match(raw))
+    raw = _BULLET.sub("", raw, count=1) if item else raw
+    sentence = fold(raw)
+    if not sentence or sentence.rstrip(".:") in section or " | " in sentence or not _WHOLE.search(sentence):
+        return None
+    if first and sentence[:1].islower() and not item:
+        return None  # the chunk starts inside a sentence
+    start = begin + (len(text[begin : sp.end]) - len(raw))
+    term = _term_length(raw) if begin == 0 or text[begin - 1] == "\n" else 0
+    if not _INTRO.search(sentence):
+        return Unit(start, sp.end, sentence, None, item, term)
+    block = _block_after(text, sp.end, blocks)
+    return Unit(start, sp.end, sentence, block, item, term) if block is not None else None
+
+
+_PROSE_RUN = re.compile(r"(?:^|\s)[A-Za-z][a-z]*,? [a-z]+,? [a-z]+(?:\s|$)")  # three plain words in a row
+
+
+def _term_length(raw: str) -> int:
+    """How many characters of the folded sentence are a definition's term: the lines it opens on
+    that read as names, as an HTML ``<dt>`` or an API entry leaves them ("DEBUG",
+    "register_blueprint(blueprint, **options)", "-S[<keyid>]" then "--gpg-sign[=<keyid>]"), with
+    the definition from a later line on. A line of wrapped prose is not a term (``_is_term_line``).
+    0 when there is none."""
+    lines = raw.split("\n")
+    n = 0
+    while n < len(lines) - 1 and _is_term_line(lines[n].strip()):
+        n += 1
+    if n == 0 or not "".join(lines[n:]).strip():
+        return 0
+    return len(fold("\n".join(lines[:n])))
+
+
+def _is_term_line(line: str) -> bool:
+    """One token ("DEBUG", "--no-gpg-sign"), or a signature: it ends on a closing bracket and
+    has no run of plain words ("register_blueprint(blueprint, **options)", "-F <file>"; not
+    "Flask provides test_cli_runner() to create a", nor "the setting (see below)")."""
+    if not line or len(line) > MAX_TERM_CHARS or _WHOLE.search(line):
+        return False
+    return " " not in line or (line[-1] in ")]>" and not _PROSE_RUN.search(line))
+
+
+MAX_TERM_CHARS = 80  # a definition list's term ("http.maxRequests", "-F <file>, --file=<file>")
+MAX_ENTRY_CHARS = 500  # from the term to the end of the sentence quoted with it
+
+
+def _term_of(text: str, sp: Span, blocks: list[Block]) -> int | None:
+    """For a sentence of a definition below its term (a list item whose first line is a term, not a
+    sentence, as the HTML loader writes a ``<dl>`` entry), the offset of the term's line: quoted
+    without it, "Can be overridden by the GIT_HTTP_MAX_REQUESTS environment variable." does not say
+    what can. None for any other sentence, or when the entry up to the sentence is too long."""
+    lb = next((b for b in blocks if b.kind == "list" and b.start <= sp.start < b.end), None)
+    if lb is None:
+        return None
+    for a, b, line in reversed([ln for ln in _line_offsets(text) if lb.start <= ln[0] <= sp.start]):
+        m = _BULLET.match(line)
+        if m is None:
+            continue  # a continuation line of the item: look further up for its bullet
+        term = line[m.end() :].strip()
+        if a <= sp.start <= b or not term or _WHOLE.search(term) or len(term) > MAX_TERM_CHARS or sp.end - a > MAX_ENTRY_CHARS:
+            return None  # the item's first sentence, or an item that opens on a sentence, or too long
+        return a
+    return None
+
+
+# a name, not a word: dotted, underscored, a call or signature, an option, camelCase or ALL_CAPS
+_NAME_LIKE = re.compile(r"^[A-Za-z_][\w.]*(?:[._]\w|\()|^--?\w|^[a-z]+[A-Z]|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$|^(?:class|classmethod|staticmethod|exception|property|async) \w")
+_CELL_TERM = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*([^\n]+?)[ \t]*\n[ \t]*\n[ \t]*$")  # a one-line paragraph, then a blank line
+
+
+def _cell_term_of(text: str, sp: Span, blocks: list[Block], section: tuple[str, ...]) -> int | None:
+    """For the first sentence of a paragraph right after a one-line paragraph that reads as a
+    term, the term's offset: a two-column HTML table of names and what they are (Sphinx writes
+    each ``<td><p>`` as a paragraph: "loop.previtem", then "The item from the previous iteration
+    of the loop."). Quoted without it, the sentence does not say what it describes. A heading
+    (a name of the chunk's sections), an admonition's title ("Note", "Warning": a plain word) and
+    a line of code are not terms: a term here must look like a name of code or a setting."""
+    m = _CELL_TERM.search(text, max(0, sp.start - MAX_TERM_CHARS - 8), sp.start)
+    if m is None or m.end() != sp.start:
+        return None  # no one-line paragraph right before
+    if any(b.start <= m.start(1) < b.end for b in blocks):
+        return None  # code: most often an example the sentence after it talks about, not a name
+    term = m.group(1)
+    if term in section or not _is_term_line(term) or not _NAME_LIKE.search(term) or sp.end - m.start(1) > MAX_ENTRY_CHARS:
+        return None
+    return m.start(1)
+
+
+def _block_after(text: str, pos: int, blocks: list[Block]) -> Block | None:
+    """The block that starts right after ``pos`` (only whitespace between), if any."""
+    gap_end = pos + len(text[pos:]) - len(text[pos:].lstrip())
+    return next((b for b in blocks if b.start <= gap_end and b.start >= pos), None)
+
+
+def _inside(sp: Span, blocks: list[Block], text: str) -> bool:
+    """A sentence of a block other than a list (lists' sentences are quotable on their own)."""
+    return any(b.kind != "list" and b.start <= sp.start < b.end for b in blocks)
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def _blocks(text: str, spans: list[Span], html: bool, section: tuple[str, ...]) -> list[Block]:
+    out = [_span_block(text, sp) for sp in spans if sp.block]
+    out.extend(_list_blocks(text))
+    if html:
+        out.extend(_html_code(text, section))
+    return sorted((b for b in out if b is not None), key=lambda b: b.start)
+
+
+def _span_block(text: str, sp: Span) -> Block | None:
+    raw = text[sp.start : sp.end]
+    lines = raw.split("\n")
+    if sp.block == "table":
+        return Block("table", sp.start, sp.end, raw) if len(lines) >= 3 and _is_delimiter(lines[1]) else None
+    stripped = raw.strip()
+    fenced = stripped.startswith(("```", "~~~"))
+    if fenced and (len(lines) < 2 or not lines[-1].strip().startswith(stripped[:3])):
+        return None  # the chunk ends inside the fence: the block is not whole
+    if len(lines) > MAX_BLOCK_LINES:
+        return None
+    return Block("code", sp.start, sp.end, raw if fenced else f"```\n{raw}\n```")
+
+
+def _is_delimiter(line: str) -> bool:
+    return bool(re.fullmatch(r"\s*\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?\s*", line))
+
+
+def _line_offsets(text: str) -> list[tuple[int, int, str]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line), line))
+        pos += len(line) + 1
+    return out
+
+
+def _list_blocks(text: str) -> list[Block]:
+    """Markdown lists: bullet lines, their indented continuations, blank lines between items."""
+    out: list[Block] = []
+    lines = _line_offsets(text)
+    i = 0
+    while i < len(lines):
+        if not _BULLET.match(lines[i][2]):
+            i += 1
+            continue
+        j, last = i, i
+        while j < len(lines):
+            line = lines[j][2]
+            if _BULLET.match(line) or (line.strip() and line[:1].isspace()):
+                last = j
+            elif line.strip() or not (j + 1 < len(lines) and _BULLET.match(lines[j + 1][2])):
+                break
+            j += 1
+        if last - i < MAX_BLOCK_LINES:
+            out.append(Block("list", lines[i][0], lines[last][1], text[lines[i][0] : lines[last][1]]))
+        i = last + 1
+    return out
+
+
+_CODE_HINT = re.compile(r"^\s|^(?:>>>|\$ |\.\.\. )|[{}\[\];=]|\(.*\)$|[(,\\]$|^(?:from|import|class|def|return)\b|^#")
+
+
+def _looks_like_code(par: str, section: tuple[str, ...]) -> bool:
+    """An HTML paragraph that reads as code (what <pre> leaves), not as prose or a heading."""
+    lines = [ln for ln in par.split("\n") if ln.strip()]
+    if not lines or normalize_ws(par).rstrip(".:") in section:
+        return False
+    if any(_BULLET.match(ln) for ln in lines) and all(_BULLET.match(ln) or ln[:1].isspace() for ln in lines):
+        return False  # a list as the HTML loader writes it (items' further lines are indented)
+    if " | " in par and not any(_CODE_HINT.search(ln) for ln in lines):
+        return False  # a table row
+    hinted = sum(bool(_CODE_HINT.search(ln)) for ln in lines)
+    prose_end = bool(re.search(r"[.!?:][\"')\]]*$", lines[-1].strip())) and not lines[-1].strip().endswith("::")
+    return hinted * 2 >= len(lines) and not (prose_end and len(par.split()) > 6 and hinted < len(lines))
+
+
+def _html_code(text: str, section: tuple[str, ...]) -> list[Block]:
+    """Runs of code-like paragraphs (blank lines inside <pre> are paragraph breaks too)."""
+    out: list[Block] = []
+    run: list[tuple[int, int]] = []
+    pos = 0
+    for m in re.finditer(r"\n\s*\n|\Z", text):
+        a, b = pos, m.start()
+        pos = m.end()
+        if _looks_like_code(text[a:b], section):
+            run.append((a, b))
+            continue
+        _close_run(text, run, out)
+        run = []
+    _close_run(text, run, out)
+    return out
+
+
+def _close_run(text: str, run: list[tuple[int, int]], out: list[Block]) -> None:
+    if not run:
+        return
+    a, b = run[0][0], run[-1][1]
+    raw = text[a:b]
+    if raw.count("\n") < MAX_BLOCK_LINES:
+        out.append(Block("code", a, b, f"```\n{raw}\n```"))
