@@ -43,6 +43,22 @@ ss = st.session_state
 st.markdown("## Evaluate")
 st.caption("Ask every question of an evaluation data set (questions.jsonl + unanswerable.jsonl with relevance "
            "judgements) and measure retrieval and answers. Every run is saved, so you can watch the trend.")
+with st.expander("The data set format (JSONL)", icon=":material/help:"):
+    st.markdown(
+        "A data set is a folder holding `questions.jsonl`, optionally `unanswerable.jsonl` and `corpus/` "
+        "(the documents, ingested into the collection you pick), or a single `.jsonl` file. One JSON object per line; "
+        "only `question` is required:"
+    )
+    st.code('{"id": "q1", "question": "What does the threshold apply to?", "answer": "The cosine similarity.",\n'
+            ' "relevant": ["05-scores-top-k-and-threshold.md#the-threshold"], "answerable": true}\n'
+            '{"question": "What is the capital of Mongolia?", "answerable": false}', language="json", wrap_lines=True)
+    st.markdown(
+        "- `relevant`: the pages that answer it, as paths relative to `corpus/` (the chunks' paths), optionally with "
+        "`#anchor`; `relevant_docs` defaults to them without anchors.\n"
+        "- `answerable` defaults to whether `relevant` names a page; unanswerable questions measure abstaining.\n"
+        "- `answer` (a reference answer) gives token F1; `id` defaults to the file name and line number.\n"
+        "- Blank lines are skipped; anything else that is wrong is reported with its file and line number."
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -12,7 +12,7 @@ shell.ensure_frame()
 import streamlit as st
 
 from ragcore.engine.selection import selection_problem
-from ui import state, streaming
+from ui import firststart, share, state, streaming
 from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
 from ui.cells import MAX_QUESTION_CHARS, render_cell
 from ui.render import md_escape, md_inline
@@ -22,7 +22,7 @@ ss = st.session_state
 collection: str = ss["cfg_collection"]
 
 st.markdown("## Notebook")
-if rt.info(collection) is None:
+if rt.info(collection) is None and firststart.building(rt, collection) is None:
     st.info(f"The collection '{md_inline(collection)}' does not exist yet. Ingest documents first.", icon=":material/info:")
     st.page_link("pages/library.py", label="Open the Library", icon=":material/library_books:")
     st.stop()
@@ -46,7 +46,7 @@ def _delete(cell_id: str) -> None:
 
 
 def _lab(cell_id: str) -> None:
-    cell = nb.get(cell_id)
+    cell = state.load_notebook(rt, collection).get(cell_id)
     if cell is not None:
         ss["lab_question"] = cell.question
         ss["nb_goto_lab"] = True
@@ -71,12 +71,12 @@ if err := ss.pop("nb_error", None):
     st.error(md_escape(err))
 
 # ---------------------------------------------------------------- cells
+# The cells already in the notebook are drawn by the page's full run; everything that happens at
+# the question box (asking, streaming, the cells answered since, their buttons, the controls) runs
+# in one fragment below them, so pressing Enter in a notebook of 50 cells reruns only that
+# fragment: the old cells are neither recomputed nor re-sent (docs/09 says so).
 if not nb.cells and not pending:
-    st.info(
-        "Ask a question below, for example *What does the threshold apply to?* Each question becomes a cell "
-        "with its answer, citations, evidence, checks and timings; cells are saved and can be re-run.",
-        icon=":material/lightbulb:",
-    )
+    st.info(firststart.example_prompt(rt, collection), icon=":material/lightbulb:")
 
 
 def _from_current(cell: Cell) -> bool:
@@ -89,71 +89,104 @@ def _from_current(cell: Cell) -> bool:
 def _renderer(index: int, *, show_diff: bool = False):
     def draw(cell: Cell) -> None:
         render_cell(cell, index, collection, show_diff=show_diff, on_rerun=_rerun, on_delete=_delete, on_lab=_lab,
-                    notice=stale_notice if cell.current is not None and _from_current(cell) else None)
+                    notice=stale_notice if cell.current is not None and _from_current(cell) else None,
+                    selected=ss.get("nb_selected_cell") == cell.id)
     return draw
 
 
-for i, cell in enumerate(list(nb.cells), 1):
-    if pending and pending["kind"] == "rerun" and pending["id"] == cell.id:
-        try:
-            streaming.stream_cell(rt, cell, collection, title=f"{i}.", render_final=_renderer(i, show_diff=True))
-        except Exception as exc:  # noqa: BLE001
-            state.show_error(exc, "Re-running the cell")
-        continue
-    _renderer(i)(cell)
+def _draw_cells(cells: list[Cell], first_index: int, pending: dict | None) -> None:
+    for i, cell in enumerate(cells, first_index):
+        if pending and pending["kind"] == "rerun" and pending["id"] == cell.id:
+            try:
+                streaming.stream_cell(rt, cell, collection, title=f"{i}.", render_final=_renderer(i, show_diff=True))
+            except Exception as exc:  # noqa: BLE001
+                state.show_error(exc, "Re-running the cell")
+            continue
+        _renderer(i)(cell)
 
-# ---------------------------------------------------------------- a new question streams right after the cells
-s = state.settings()
-context: str = ss["cfg_context"]
-if pending and pending["kind"] == "new":
-    question = pending["question"]
+
+frozen = len(nb.cells)  # the cells this full run draws; the fragment draws those answered after it
+ss["nb_frozen"] = (collection, frozen)
+_draw_cells(list(nb.cells), 1, pending)
+
+
+@st.fragment
+def live() -> None:
+    """The new cells, the question box and its controls: Enter reruns only this."""
+    pending_here = ss.pop("nb_pending", None)
+    if ss.get("nb_goto_lab"):
+        st.rerun(scope="app")  # switching pages is the whole app's business
+    if err := ss.pop("nb_error", None):
+        st.error(md_escape(err))
+    cur = state.load_notebook(rt, collection)
+    fz = ss.get("nb_frozen", (collection, 0))
+    start = fz[1] if fz[0] == collection else len(cur.cells)
+    _draw_cells(list(cur.cells)[start:], start + 1, pending_here)
+    s = state.settings()
+    context: str = ss["cfg_context"]
+    if pending_here and pending_here["kind"] == "new":
+        _answer_new(pending_here["question"], context, len(cur.cells) + 1, s)
+    _question_box()
+
+
+def _answer_new(question: str, context: str, index: int, s) -> None:
     sel = None
-    ok = True
     if context in ("selection", "both"):
         if problem := selection_problem(ss.get("nb_passage"), s.min_selection_chars):
             st.error(problem, icon=":material/error:")
-            ok = False
+            return
         sel = {"text": ss.get("nb_passage") or "", "source": None, "start_line": 1}
-    if ok:
-        cell = Cell(question=question, context_mode=context, selection=sel)  # type: ignore[arg-type]
-        try:
-            streaming.stream_cell(rt, cell, collection, title=f"{len(nb.cells) + 1}.", render_final=_renderer(len(nb.cells) + 1))
-        except Exception as exc:  # noqa: BLE001
-            state.show_error(exc, "Answering")
+    cell = Cell(question=question, context_mode=context, selection=sel)  # type: ignore[arg-type]
+    if not firststart.wait_for_demo(rt, collection):
+        ss["nb_pending"] = {"kind": "new", "question": question}  # asked again on the next run
+        return
+    try:
+        streaming.stream_cell(rt, cell, collection, title=f"{index}.", render_final=_renderer(index))
+        ss["nb_selected_cell"] = cell.id
+        share.set_param(share.CELL_PARAM, cell.id)
+    except Exception as exc:  # noqa: BLE001
+        state.show_error(exc, "Answering")
 
-# ---------------------------------------------------------------- the question box and its controls (the only ones)
-with st.container(border=False):
-    opts = st.columns([0.3, 0.26, 0.22, 0.22], vertical_alignment="bottom")
-    with opts[0]:
-        context = state.context_mode_control("nb_context", label="Context")
-    with opts[1]:
-        state.retrieval_mode_control("nb_mode", label="Retrieval")
-    with opts[2]:
-        state.top_k_control("nb_top_k")
-    with opts[3]:
-        state.threshold_control("nb_threshold")
-    if context in ("selection", "both"):
-        st.text_area(
-            "Selected text", key="nb_passage", height=110,
-            placeholder="Paste the passage to ask about (or select lines in the Library's source viewer).",
-            help=f"At least {s.min_selection_chars} characters.",
-        )
-    s = state.settings()
-    retrieval = "" if context == "selection" else f"{s.retrieval_mode} · top-K {s.top_k} · threshold {s.threshold:.2f} · "
-    st.caption(f"Asking **{md_inline(collection)}** · {retrieval}generator **{md_inline(state.generator_name(s))}**")
-    if stale is not None and stale.stale:
-        sc = st.columns([0.75, 0.25], vertical_alignment="center")
-        sc[0].warning(f"'{md_inline(collection)}' is out of date: {md_inline(stale.summary())} since it was built. "
-                      "Answers come from the collection as it was built.", icon=":material/sync_problem:")
-        if sc[1].button("Bring up to date", key="nb_refresh", icon=":material/sync:",
-                        disabled=not stale.checked or (rt.job is not None and rt.job.running)):
-            state.start_refresh(rt, collection, stale.root)
-            st.rerun()
 
-st.chat_input(f"Ask a question about '{collection}'…", key="nb_question", on_submit=_submit, max_chars=MAX_QUESTION_CHARS)
+def _question_box() -> None:
+    with st.container(border=False, key="nb_controls"):
+        opts = st.columns([0.3, 0.26, 0.22, 0.22], vertical_alignment="bottom")
+        with opts[0]:
+            context = state.context_mode_control("nb_context", label="Context")
+        with opts[1]:
+            state.retrieval_mode_control("nb_mode", label="Retrieval")
+        with opts[2]:
+            state.top_k_control("nb_top_k")
+        with opts[3]:
+            state.threshold_control("nb_threshold")
+        s = state.settings()
+        if context in ("selection", "both"):
+            st.text_area(
+                "Selected text", key="nb_passage", height=110,
+                placeholder="Paste the passage to ask about (or select lines in the Library's source viewer).",
+                help=f"At least {s.min_selection_chars} characters.",
+            )
+        retrieval = "" if context == "selection" else f"{s.retrieval_mode} · top-K {s.top_k} · threshold {s.threshold:.2f} · "
+        st.caption(f"Asking **{md_inline(collection)}** · {retrieval}generator **{md_inline(state.generator_name(s))}**")
+        if stale is not None and stale.stale:
+            sc = st.columns([0.75, 0.25], vertical_alignment="center")
+            sc[0].warning(f"'{md_inline(collection)}' is out of date: {md_inline(stale.summary())} since it was built. "
+                          "Answers come from the collection as it was built.", icon=":material/sync_problem:")
+            if sc[1].button("Bring up to date", key="nb_refresh", icon=":material/sync:",
+                            disabled=not stale.checked or (rt.job is not None and rt.job.running)):
+                state.start_refresh(rt, collection, stale.root)
+                st.rerun(scope="app")
+    with st.container(key="nb_chatbox"):
+        st.chat_input(f"Ask a question about '{collection}'…", key="nb_question", on_submit=_submit,
+                      max_chars=MAX_QUESTION_CHARS)
 
-# ---------------------------------------------------------------- toolbar: count, export, clear (drawn last)
-nb = state.load_notebook(rt, collection)
+
+firststart.demo_progress(rt, collection)
+if pending and pending["kind"] == "new":
+    ss["nb_pending"] = pending  # a question asked from a full run (a link, a reload) is answered by the fragment
+live()
+
+# ---------------------------------------------------------------- toolbar: count, export, clear (top of the page)
 with toolbar.container():
     bar = st.columns([0.5, 0.5], vertical_alignment="center")
     bar[0].caption(
@@ -161,18 +194,20 @@ with toolbar.container():
         help=f"Saved in {rt.notebooks.path_for(collection)}",
     )
     with bar[1], st.container(horizontal=True, horizontal_alignment="right", gap="small"):
-        sig = rt.notebooks.signature(collection)
-        cached = ss.get("nb_exports")
-        if not cached or cached[0] != (collection, sig, len(nb.cells)):
-            cached = ((collection, sig, len(nb.cells)), {"md": export_markdown(nb), "html": export_html(nb), "json": export_json(nb)})
-            ss["nb_exports"] = cached
-        exports = cached[1]
-        has_cells = any(c.current is not None for c in nb.cells)
-        st.download_button("Markdown", data=exports["md"], file_name=export_filename(collection, "md"), mime="text/markdown",
+        has_cells = any(c.current is not None for c in nb.cells) or bool(pending)
+
+        def _export(kind: str):
+            # made when clicked, from the notebook on disk: it includes the cells answered since this run
+            def make() -> str:
+                fresh = rt.notebooks.load(collection)
+                return {"md": export_markdown, "html": export_html, "json": export_json}[kind](fresh)
+            return make
+
+        st.download_button("Markdown", data=_export("md"), file_name=export_filename(collection, "md"), mime="text/markdown",
                            icon=":material/download:", on_click="ignore", disabled=not has_cells, key="dl_md")
-        st.download_button("HTML", data=exports["html"], file_name=export_filename(collection, "html"), mime="text/html",
+        st.download_button("HTML", data=_export("html"), file_name=export_filename(collection, "html"), mime="text/html",
                            icon=":material/download:", on_click="ignore", disabled=not has_cells, key="dl_html")
-        st.download_button("JSON", data=exports["json"], file_name=export_filename(collection, "json"), mime="application/json",
+        st.download_button("JSON", data=_export("json"), file_name=export_filename(collection, "json"), mime="application/json",
                            icon=":material/download:", on_click="ignore", disabled=not has_cells, key="dl_json")
         with st.popover("Clear", icon=":material/delete_sweep:", disabled=not nb.cells):
             st.write("Delete every cell of this notebook? This cannot be undone; export first if you need them.")

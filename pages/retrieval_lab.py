@@ -15,7 +15,7 @@ import streamlit as st
 
 from ragcore.engine.engine import Engine
 from ragcore.types import Candidate, RetrievalResult
-from ui import state
+from ui import share, state
 from ui.probe import SIGNAL_HELP, probe, signal_cells
 from ui.labtable import ORDERS, lab_table_html
 from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, viewer_params
@@ -147,6 +147,7 @@ ls = state.settings().with_(
     named_weight=float(ss["lab_named_weight"]), doc_title_weight=float(ss["lab_doc_title_weight"]),
     prf_terms=int(ss["lab_prf_terms"]), prf_docs=int(ss["lab_prf_docs"]), prf_weight=float(ss["lab_prf_weight"]),
 )
+share.write(share.lab_params(ss, state.base_settings()))  # the URL reproduces this setup (ui/share.py)
 FIELDS_ON = ls.field_weight > 0
 DOCS_ON = ls.doc_decay > 0 or ls.per_doc > 0 or ls.named_weight > 0 or ls.doc_title_weight > 0 or ls.doc_centroid_weight > 0
 
@@ -274,6 +275,15 @@ with tab_ev:
 SIDE_PARAMS = ("retrieval_mode", "fusion", "top_k", "threshold", "dedupe", "rrf_k", "dense_weight")
 
 
+# configuration A is the lab's own setup (its sliders and popovers, one set of values); B starts from it
+A_CANON = {"retrieval_mode": "lab_cfg_mode", "top_k": "lab_cfg_top_k", "threshold": "lab_cfg_threshold", "fusion": "lab_fusion",
+           "dedupe": "lab_dedupe", "rrf_k": "lab_rrf_k", "dense_weight": "lab_dense_weight"}
+
+
+def canon(side: str, k: str) -> str:
+    return A_CANON[k] if side == "A" else f"ab_{side}_{k}"
+
+
 def side_defaults(side: str) -> dict:
     s = ls
     mode = s.retrieval_mode if side == "A" else ("dense" if s.retrieval_mode != "dense" else "hybrid")
@@ -282,26 +292,28 @@ def side_defaults(side: str) -> dict:
 
 
 def side_config(side: str) -> None:
-    for k, v in side_defaults(side).items():
-        ss.setdefault(f"ab_{side}_{k}", v)
-    st.markdown(f"**Configuration {side}**")
+    if side == "B":
+        for k, v in side_defaults(side).items():
+            ss.setdefault(f"ab_{side}_{k}", v)
+    st.markdown(f"**Configuration {side}**" + (" — the lab's settings above" if side == "A" else ""))
     c = st.columns(2)
     with c[0]:
-        state.bound(st.selectbox, "Mode", f"ab_{side}_retrieval_mode", key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
-        state.bound(st.number_input, "Top-K", f"ab_{side}_top_k", key=f"ab_{side}_top_k_w", min_value=1, max_value=100, step=1)
-        state.bound(st.toggle, "Dedupe", f"ab_{side}_dedupe", key=f"ab_{side}_dedupe_w")
+        state.bound(st.selectbox, "Mode", canon(side, "retrieval_mode"), key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
+        state.bound(st.number_input, "Top-K", canon(side, "top_k"), key=f"ab_{side}_top_k_w", min_value=1, max_value=50, step=1)
+        state.bound(st.toggle, "Dedupe", canon(side, "dedupe"), key=f"ab_{side}_dedupe_w")
     with c[1]:
-        state.bound(st.selectbox, "Fusion", f"ab_{side}_fusion", key=f"ab_{side}_fusion_w", options=["rrf", "weighted"])
-        state.bound(st.number_input, "Threshold (cosine)", f"ab_{side}_threshold", key=f"ab_{side}_thr_w", min_value=0.0,
-                    max_value=1.0, step=0.05, format="%.2f")
-        if ss[f"ab_{side}_fusion"] == "weighted":
-            state.bound(st.number_input, "Dense weight", f"ab_{side}_dense_weight", key=f"ab_{side}_dw_w", min_value=0.0, max_value=1.0, step=0.1)
+        state.bound(st.selectbox, "Fusion", canon(side, "fusion"), key=f"ab_{side}_fusion_w", options=["rrf", "weighted"])
+        state.bound(st.number_input, "Threshold (cosine)", canon(side, "threshold"), key=f"ab_{side}_thr_w", min_value=0.0,
+                    max_value=1.0, step=0.01, format="%.2f")
+        if ss[canon(side, "fusion")] == "weighted":
+            state.bound(st.number_input, "Dense weight", canon(side, "dense_weight"), key=f"ab_{side}_dw_w", min_value=0.0,
+                        max_value=1.0, step=0.05)
         else:
-            state.bound(st.number_input, "RRF k", f"ab_{side}_rrf_k", key=f"ab_{side}_rrf_w", min_value=1, max_value=1000, step=10)
+            state.bound(st.number_input, "RRF k", canon(side, "rrf_k"), key=f"ab_{side}_rrf_w", min_value=1, max_value=1000, step=10)
 
 
 def side_result(side: str) -> RetrievalResult | None:
-    p = {k: ss[f"ab_{side}_{k}"] for k in SIDE_PARAMS}
+    p = {k: ss[canon(side, k)] for k in SIDE_PARAMS}
     s = ls.with_(retrieval_mode=p["retrieval_mode"], fusion=p["fusion"], rrf_k=int(p["rrf_k"]), dense_weight=float(p["dense_weight"]),
                  top_k=int(p["top_k"]), threshold=float(p["threshold"]), dedupe=bool(p["dedupe"]))
     key = query_key(s, question)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import re
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -12,9 +13,9 @@ from ragcore.abstain.answerability import describe
 from .htmltable import CUT_LABELS, Column, cut_reason, table_html
 from .notebook import CONTEXT_LABELS, Cell, Run, badges, config_stamp, diff_runs, locator
 from .render import (
-    BADGE_COLORS, answer_markdown, fmt_score, latency_line, md_escape, md_inline, shorten, viewer_params,
+    BADGE_COLORS, answer_markdown, fmt_score, latency_line, md_escape, md_inline, shorten,
 )
-from .viewer import Row, SourceView, viewer_html
+from .citepanel import anchor, panel_html, sentences_by_citation
 
 LIBRARY_PAGE = "pages/library.py"
 MAX_QUESTION_CHARS = 2000  # a question longer than this is refused (paste long text as a selection)
@@ -62,48 +63,6 @@ def hover_titles(run: Run) -> dict[int, str]:
         text = str(((e or {}).get("chunk") or {}).get("text") or "")
         out[int(c["n"])] = passage_header(c, e) + (" — " + text if text else "")
     return out
-
-
-def passage_html(c: dict[str, Any], e: dict[str, Any] | None) -> str:
-    """The evidence chunk's lines with their numbers, the cited lines highlighted (escaped HTML)."""
-    ch = (e or {}).get("chunk") or {}
-    text = str(ch.get("text") or "")
-    start, end = int(ch.get("start_line") or c.get("start_line") or 1), int(ch.get("end_line") or c.get("end_line") or 1)
-    lines = text.split("\n")
-    if len(lines) == end - start + 1:
-        rows = [Row(start + i, start + i, t) for i, t in enumerate(lines)]
-    else:  # a chunk whose text does not map 1:1 to lines (PDF, HTML): one block
-        rows = [Row(start, end, text)]
-    view = SourceView(str(c.get("path") or ""), str(ch.get("kind") or ""), rows, "chunks")
-    hl = (int(c.get("start_line") or start), int(c.get("end_line") or end))
-    return viewer_html(view, page=None, highlight=hl, selection=None, window=None).replace("max-height:560px", "max-height:300px")
-
-
-def citation_preview(run: Run, collection: str, key: str) -> None:
-    """Beside the answer: pick [n] and read the cited passage in place; 'open in viewer' stays."""
-    cits = [c for c in run.citations if c.get("n") is not None]
-    if not cits:
-        return
-    by_n = {int(c["n"]): c for c in cits}
-    ev = _evidence_by_n(run)
-
-    @st.fragment
-    def panel() -> None:  # a fragment: picking another [n] redraws only this panel
-        n = st.pills("Cited passages", list(by_n), format_func=lambda n: f"[{n}]", default=next(iter(by_n)),
-                     key=key, help="Pick a citation to read its passage here; hover an [n] in the answer for a quick look.")
-        if n is None:
-            st.caption("Pick a citation to read its passage.")
-            return
-        c, e = by_n[int(n)], ev.get(int(n))
-        st.caption(md_inline(passage_header(c, e)))
-        if e is not None and (e.get("chunk") or {}).get("text"):
-            st.html(passage_html(c, e))
-        if c.get("path") and c.get("path") != "(selection)":
-            st.page_link(LIBRARY_PAGE, label="Open in the source viewer", icon=":material/open_in_new:",
-                         query_params=viewer_params(str(c["path"]), int(c["start_line"]), int(c["end_line"]), c.get("page"), collection))
-
-    with st.container(border=True):
-        panel()
 
 
 NEAR_MISSES = 3  # cut candidates shown after the last kept one: what almost made it into the evidence
@@ -189,8 +148,7 @@ def diff_block(old: Run, new: Run) -> None:
     st.markdown(f"**{md_inline(d.summary())}**")
     if d.answer_changed:
         st.caption("Answer, sentence by sentence (− previous run, + this run)")
-        st.code("\n".join(f"{op} {text}" for op, text in d.answer_diff if op != " ") or "(only whitespace changed)",
-                language="diff", wrap_lines=True)
+        st.markdown(diff_markdown(d.answer_diff) or "(only whitespace changed)")
     changes = [*d.added, *d.dropped, *d.moved, *d.rescored]
     if changes:
         frame = pd.DataFrame([
@@ -215,6 +173,19 @@ def diff_block(old: Run, new: Run) -> None:
         )
 
 
+def diff_markdown(ops: Sequence[tuple[str, str]]) -> str:
+    """The changed sentences and blocks, each after a red − or a green +, drawn as the answer is
+    (code as code, markers after their sentence; the text escaped by ``answer_markdown``)."""
+    out = []
+    for op, text in ops:
+        if op == " ":
+            continue
+        sign = ":red[**−**]" if op == "-" else ":green[**+**]"
+        body = answer_markdown(text, {})
+        out.append(f"{sign} {body}" if "\n" not in body and not re.match(r"[-`|]|\d+\.", body) else f"{sign}\n\n{body}")
+    return "\n\n".join(out)
+
+
 def _plain(v: Any) -> str:
     return "–" if v is None else str(v)
 
@@ -235,26 +206,89 @@ def evidence_details(run: Run) -> None:
         st.caption(f"Guardrail: {md_inline(a)}")
 
 
+def bar_phrase(source: str) -> str:
+    """Where the abstain bar in force came from, as a phrase that reads on its own."""
+    if source == "settings":
+        return "the bar is the one set in the settings (Settings page, abstain bar)"
+    return f"the bar was {source}" if source.startswith("calibrated") else f"the bar comes from {source}"
+
+
 def support_caption(run: Run) -> None:
     """Why the engine answered or abstained: the support score against the bar in force."""
     meta = run.answer.get("metadata") or {}
     sup, bar = meta.get("support"), meta.get("abstain_bar")
     if not sup or not bar:
         return
-    verdict = "Abstained" if run.answer.get("status") == "abstained" else "Answered"
-    st.caption(md_inline(f"{verdict}: {describe(sup, float(bar['value']))}; bar {bar['source']}."))
+    abstained = run.answer.get("status") == "abstained"
+    verdict = "Abstained" if abstained else "Answered"
+    line = f"{verdict}: {describe(sup, float(bar['value']))}; {bar_phrase(str(bar['source']))}."
+    if abstained:
+        line += " The evidence is too weak to answer from: rephrase the question with the documents' words, or lower the bar."
+    st.caption(md_inline(line))
+
+
+_RENDERS: dict[tuple, tuple[str, str]] = {}  # (cell, run, collection version) → (answer Markdown, passages HTML)
+_RENDERS_MAX = 600
+_SOURCES: dict[tuple, Any] = {}  # (collection, version, path) → SourceView for HTML/PDF line numbers
+
+
+def _source_loader(collection: str) -> Callable[[str], Any]:
+    """path → the document's lines as the Library's viewer reads them (cached per collection version)."""
+    from . import state
+    from .viewer import load_source
+
+    rt = state.runtime()
+    info = rt.info(collection)
+
+    def load(path: str) -> Any:
+        if info is None:
+            return None
+        key = (collection, info.corpus_version, path)
+        if key not in _SOURCES:
+            try:
+                _SOURCES[key] = load_source(rt.engine, info, path)
+            except Exception:  # noqa: BLE001 - the chunk's own text is the fallback
+                _SOURCES[key] = None
+            if len(_SOURCES) > 200:
+                _SOURCES.pop(next(iter(_SOURCES)))
+        return _SOURCES[key]
+
+    return load
+
+
+def cell_renders(cell: Cell, run: Run, collection: str) -> tuple[str, str]:
+    """The cell's answer Markdown and its passages panel, computed once per run: redrawing a long
+    notebook re-sends them but does not rebuild them."""
+    key = (cell.id, run.ran_at, len(cell.runs), collection)
+    hit = _RENDERS.get(key)
+    if hit is not None:
+        return hit
+    targets = {int(c["n"]): "#" + anchor(cell.id, int(c["n"])) for c in run.citations}
+    text = run.text.strip()
+    md = answer_markdown(text, targets, hover_titles(run)) if text else ""
+    panel = ""
+    if run.citations:
+        ev = _evidence_by_n(run)
+        headers = {int(c["n"]): passage_header(c, ev.get(int(c["n"]))) for c in run.citations}
+        panel = panel_html(cell.id, run.citations, ev, headers, sentences_by_citation(run.answer), collection,
+                           _source_loader(collection))
+    _RENDERS[key] = (md, panel)
+    while len(_RENDERS) > _RENDERS_MAX:
+        _RENDERS.pop(next(iter(_RENDERS)))
+    return md, panel
 
 
 def render_cell(
     cell: Cell, index: int, collection: str, *, show_diff: bool = False,
     on_rerun: Callable[[str], None], on_delete: Callable[[str], None], on_lab: Callable[[str], None] | None = None,
-    notice: str | None = None,
+    notice: str | None = None, selected: bool = False,
 ) -> None:
     run = cell.current
     if run is None:
         return
     ans = run.answer
-    with st.container(border=True):
+    # the selected cell (the URL's ?cell=…, the newest answer) is outlined: a shared link points at it
+    with st.container(border=True, key=f"cell_{cell.id}{'_sel' if selected else ''}"):
         head = st.columns([0.62, 0.38], vertical_alignment="center")
         q = cell.question
         head[0].markdown(f"**{index}.** {md_inline(shorten(q, TITLE_CHARS))}", help=md_escape(q[:MAX_QUESTION_CHARS]) if len(q) > TITLE_CHARS else None)
@@ -274,24 +308,24 @@ def render_cell(
                        f" ({len(str(sel.get('text') or ''))} characters)")
         if notice:
             st.caption(f":material/sync_problem: {md_inline(notice)}")
-        # an inline [n] shows its passage on hover and jumps to the preview beside the answer
-        targets = {int(c["n"]): f"#cited-{cell.id}" for c in run.citations}
-        if run.citations:
-            left, right = st.columns([0.58, 0.42], gap="medium")
-        else:
-            left, right = st.container(), None
-        with left:
-            text = run.text.strip()
-            if text:
-                st.markdown(answer_markdown(text, targets, hover_titles(run)))
-            elif run.outcome != "error":
-                st.caption("(no answer text)")
-            if ans.get("error_message"):
-                (st.error if run.outcome == "error" else st.warning)(md_escape(ans["error_message"]))
-        if right is not None:
-            with right:
-                st.html(f'<span id="cited-{cell.id}"></span>')
-                citation_preview(run, collection, key=f"cite_{cell.id}_{len(cell.runs)}")
+        # an inline [n] shows its passage on hover; a click opens it in the panel beside the answer
+        # (below it when the page is narrow: .streamlit CSS in ui/shell.py)
+        md, panel = cell_renders(cell, run, collection)
+        with st.container(key=f"ans_{cell.id}"):
+            if run.citations:
+                left, right = st.columns([0.56, 0.44], gap="medium")
+            else:
+                left, right = st.container(), None
+            with left:
+                if md:
+                    st.markdown(md)
+                elif run.outcome != "error":
+                    st.caption("(no answer text)")
+                if ans.get("error_message"):
+                    (st.error if run.outcome == "error" else st.warning)(md_escape(ans["error_message"]))
+            if right is not None:
+                with right:
+                    st.html(panel)
         latency = (ans.get("metadata") or {}).get("latency_ms") or {}
         if latency:
             st.caption(":material/timer: " + latency_line(latency))

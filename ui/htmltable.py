@@ -36,7 +36,7 @@ class Column:
 
 
 TABLE_CSS = """<style>
-.{box}{{width:100%;overflow-x:auto}}
+.{box}{{width:100%;overflow-x:auto;container-type:inline-size}}
 .{box} table{{width:100%;table-layout:fixed;border-collapse:collapse;font-size:13px;line-height:1.45;margin:0}}
 .{box} th,.{box} td{{padding:3px 6px;border:0;border-bottom:1px solid rgba(128,128,128,.22);white-space:nowrap;
   overflow:hidden;text-overflow:ellipsis;text-align:left;vertical-align:top}}
@@ -46,6 +46,12 @@ TABLE_CSS = """<style>
 .{box} tr.cited td.st,.{box} tr.kept td.st{{font-weight:600}}
 .{box}.scroll{{overflow-y:auto}}
 .{box}.scroll th{{position:sticky;top:0;background:#fff;z-index:1}}
+@container (max-width: 900px){{
+  .{box} table{{font-size:12px}}
+  .{box} th,.{box} td{{padding:3px 4px}}
+  .{box} col.c-loc{{width:19% !important}}
+  .{box} col.c-sec{{width:11% !important}}
+}}
 </style>"""
 
 # a cut candidate's status in both tables, and why it was cut (the status cell's hover)
@@ -105,7 +111,8 @@ def table_html(
     ``row_class`` gives a row its CSS class ("cut" dims it); ``title_of`` a hover text for a short
     cell (a long cell's hover is always its full text). With ``max_height_px`` the table scrolls
     inside a box that high, its header row staying in view (the app's theme is light)."""
-    head = "".join(f'<col style="width:{c.width}">' if c.width != "auto" else "<col>" for c in columns)
+    head = "".join(f'<col class="c-{c.klass}" style="width:{c.width}">' if c.width != "auto" else f'<col class="c-{c.klass}">'
+                   for c in columns)
     ths = "".join(f'<th class="{c.klass}" title="{escape(c.help, quote=True)}">{escape(c.header)}</th>' for c in columns)
     body = "".join(
         f'<tr class="{escape(row_class(row), quote=True)}">{"".join(_td(c, row, title_of) for c in columns)}</tr>'

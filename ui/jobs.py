@@ -34,6 +34,10 @@ class IngestJob:
     total: int = 0
     current: str = ""  # the file being read, or the step ("embedding 40 section headings")
     chunks_in_file: int = 0  # chunks of the current file written so far
+    chunks_written: int = 0  # chunks embedded and written (the unit that takes the time)
+    chunks_queued: int = 0  # chunks of the files read so far
+    read: set = field(default_factory=set)  # files read (and chunked) so far
+    kept: tuple[int, int] | None = None  # (documents, chunks) the collection holds after a cancel
     report: IngestReport | None = None
     error: str | None = None
     cancelled: bool = False
@@ -59,7 +63,15 @@ class IngestJob:
             if current != self.current:
                 self.chunks_in_file = 0
             self.current = current
+            if current in self.sizes:
+                self.read.add(current)
         self.done, self.total = done, total
+        if self.cancel_event.is_set():
+            raise Cancelled()
+
+    def chunk_progress(self, written: int, queued: int) -> None:
+        """The Engine's chunk callback: after each written batch; raises Cancelled once Cancel was pressed."""
+        self.chunks_written, self.chunks_queued = written, queued
         if self.cancel_event.is_set():
             raise Cancelled()
 
@@ -70,8 +82,24 @@ class IngestJob:
         return (self.finished or self.clock()) - self.started
 
     @property
+    def chunks_expected(self) -> int | None:
+        """Chunks this ingest will write: those of the files read so far, plus the unread files'
+        bytes at the rate of chunks per byte seen so far (exact once every file was read)."""
+        if not self.chunks_queued:
+            return None
+        read_bytes = sum(self.sizes.get(n, 0) for n in self.read)
+        unread = sum(v for n, v in self.sizes.items() if n not in self.read)
+        if unread <= 0 or read_bytes <= 0:
+            return self.chunks_queued
+        return self.chunks_queued + round(unread * self.chunks_queued / read_bytes)
+
+    @property
     def fraction(self) -> float:
-        """Done by bytes when the sizes are known (files differ a lot), else by files."""
+        """Done by chunks written (the model's work) once the first batch is written; before,
+        by bytes of the files done (files differ a lot), else by files."""
+        expected = self.chunks_expected
+        if expected:
+            return min(self.chunks_written / expected, 1.0)
         total_bytes = sum(self.sizes.values())
         if total_bytes > 0:
             names = sorted(self.sizes)
@@ -82,26 +110,39 @@ class IngestJob:
     @property
     def eta_s(self) -> float | None:
         f = self.fraction
-        if f <= 0.02 or self.elapsed < 2:
-            return None  # too early to tell
+        if not self.chunks_written or f <= 0.0 or self.elapsed < 2:
+            return None  # too early to tell: no batch written yet
         return max(self.elapsed * (1 - f) / f, 0.0)
 
     @property
     def rate(self) -> float:
-        """Files per minute so far."""
-        return self.done / self.elapsed * 60 if self.elapsed > 0 else 0.0
+        """Chunks per minute so far."""
+        return self.chunks_written / self.elapsed * 60 if self.elapsed > 0 else 0.0
 
     def status_line(self) -> str:
-        parts = [f"{self.done}/{self.total or '?'} files"]
+        expected = self.chunks_expected
+        parts = []
+        if expected:
+            approx = "" if len(self.read) >= len(self.sizes) else "~"
+            parts.append(f"{self.chunks_written:,} of {approx}{expected:,} chunks embedded")
+        parts.append(f"{self.done}/{self.total or '?'} files")
         if self.current:
-            cur = self.current if len(self.current) <= 60 else "…" + self.current[-59:]
-            parts.append(cur + (f" ({self.chunks_in_file} chunks written)" if self.chunks_in_file else ""))
-        if self.done:
-            parts.append(f"{self.rate:.0f} files/min")
+            parts.append(self.current if len(self.current) <= 60 else "…" + self.current[-59:])
+        if self.chunks_written:
+            parts.append(f"{self.rate:,.0f} chunks/min")
         eta = self.eta_s
         parts.append(f"about {fmt_duration(eta)} left" if eta is not None else "estimating time left…")
         parts.append(f"{fmt_duration(self.elapsed)} elapsed")
         return " · ".join(parts)
+
+    def cancel_summary(self) -> str:
+        """What a cancelled ingest kept, as the collection says after it (not as the counter did)."""
+        head = f"Ingest into '{self.collection}' cancelled after {fmt_duration(self.elapsed)}"
+        if self.kept is None:
+            return head + f" ({self.done} of {self.total} files were complete); what was written is kept."
+        docs, chunks = self.kept
+        return (f"{head}: the collection keeps {docs} document{'s' if docs != 1 else ''} ({chunks:,} chunks) written "
+                "before the cancel. Ingest the folder again to complete it (finished files are skipped).")
 
 
 def fmt_duration(s: float | None) -> str:

@@ -23,9 +23,27 @@ from .render import md_code, md_escape, md_inline
 NAME_OK = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
+# folder names that say how documentation is built, not what it is about ("flask/docs/_build/html"):
+# a collection is named after the nearest folder above them instead
+GENERIC_FOLDERS = frozenset({
+    "html", "htm", "docs", "doc", "documentation", "_build", "build", "site", "public", "dist", "out", "output",
+    "src", "source", "content", "contents", "pages", "en", "en-us", "latest", "stable", "text", "txt", "md",
+    "markdown", "pdf", "files", "data", "corpus", "_site", "www", "manual", "guide", "dirhtml", "singlehtml",
+})
+
+
 def slug(folder: str) -> str:
-    """A collection name from a folder's name: letters, digits, - and _."""
-    name = Path(folder.strip().rstrip("/")).name if folder.strip() else ""
+    """A collection name from a folder: its name in letters, digits, - and _, or the name of the
+    nearest folder above it when its own is generic ("…/flask/docs/_build/html" → "flask")."""
+    p = Path(folder.strip().rstrip("/")) if folder.strip() else None
+    if p is None:
+        return ""
+    parts = [x for x in p.parts if x not in ("/", "")]
+    name = parts[-1] if parts else ""
+    for part in reversed(parts):
+        if part.lower() not in GENERIC_FOLDERS:
+            name = part
+            break
     return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-_")[:60]
 
 
@@ -214,8 +232,7 @@ def show_report(job: IngestJob) -> None:
         st.error(md_escape(job.error), icon=":material/error:")
         return
     if job.cancelled:
-        st.warning(f"{md_inline(state.job_outcome(job))} Re-run the ingest to complete it (finished files are skipped).",
-                   icon=":material/cancel:")
+        st.warning(md_inline(state.job_outcome(job)), icon=":material/cancel:")
         return
     r = job.report
     if r is None:
@@ -300,7 +317,7 @@ def ingest_tab(rt: state.Runtime) -> None:
                        sizes={Path(n).name: len(d) for n, d in payload})
 
         def work(job: IngestJob, payload=payload, name: str = target, s=s):
-            return rt.engine.ingest_uploads(payload, name, progress=job.progress, settings=s.with_(collection=name))
+            return rt.engine.ingest_uploads(payload, name, progress=job.progress, chunk_progress=job.chunk_progress, settings=s.with_(collection=name))
 
         ss["ing_mine"] = rt.start_ingest(up, work).id
         st.rerun()
@@ -325,6 +342,11 @@ def _target(names: list[str], folder: str, files: list) -> str:
                            label_visibility="collapsed", help="Empty: named after the folder.").strip() or suggested
     if name and not NAME_OK.match(name):
         st.error("Invalid collection name: use letters, digits, - and _.")
+        return ""
+    job = state.runtime().job
+    if name in names and job is not None and job.collection == name and ss.get("ing_mine") == job.id:
+        # the collection this session's ingest is creating (or just created): no warning about it
+        st.caption(f"{'Building' if job.running else 'Built'} the collection **{md_inline(name)}** (below).")
         return ""
     if name in names:
         st.warning(f"A collection '{md_inline(name)}' already exists: choose *An existing collection* to add to it, "

@@ -16,6 +16,8 @@ from urllib.parse import parse_qsl, urlencode
 from ragcore.citations import MARKER_RE as _MARKER, parse_marker, source_url
 from ragcore.textutil import normalize_ws
 
+from .blocks import Block, ListItem, drop_repeated_markers, split_blocks
+
 # every ASCII punctuation character CommonMark can escape, plus what Streamlit's Markdown adds
 # (":" for :emoji:/:color[...]:, "$" for LaTeX, "~" for strikethrough)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=^\"'@%;?,/])")
@@ -88,8 +90,45 @@ def link_targets(citations: Sequence[Mapping[str, Any]], evidence: Sequence[Any]
 
 
 def answer_markdown(text: str, targets: Mapping[int, str], titles: Mapping[int, str] | None = None) -> str:
-    """Answer text escaped, with each [n] turned into a link to ``targets[n]``; ``titles[n]``
-    becomes the link's hover text (the cited passage, read in place)."""
+    """The answer as Markdown for ``st.markdown``: its code blocks, lists and tables drawn as such
+    (``ui/blocks.py``), every other character of its text escaped, each [n] outside code turned
+    into a link to ``targets[n]`` with ``titles[n]`` as its hover text (the cited passage)."""
+    out = []
+    for b in drop_repeated_markers(split_blocks(text)):
+        if b.kind == "code":
+            out.append(md_code_block(b.text, b.lang))
+        elif b.kind == "list":
+            out.append("\n".join(_list_line(it, targets, titles) for it in b.items))
+        elif b.kind == "table":
+            out.append(_table_md(b, targets, titles))
+        else:
+            out.append(_linked(b.text, targets, titles, inline=False))
+    return "\n\n".join(x for x in out if x)
+
+
+def md_code_block(body: str, lang: str = "") -> str:
+    """A fenced code block whose body is shown verbatim: its fence is longer than any run of
+    backticks or tildes in it, so no line of the body can close it."""
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{body}\n{fence}"
+
+
+def _list_line(item: ListItem, targets: Mapping[int, str], titles: Mapping[int, str] | None) -> str:
+    bullet = f"{item.number}." if item.ordered else "-"
+    # nested under a "1." parent the content starts 3 columns in, under "-" 2: 4 covers both
+    body = "  \n".join(_linked(part, targets, titles, inline=True) for part in item.text.split("\n"))
+    return "    " * item.level + f"{bullet} {body}"
+
+
+def _table_md(b: Block, targets: Mapping[int, str], titles: Mapping[int, str] | None) -> str:
+    sep = {"": "---", "left": ":---", "center": ":---:", "right": "---:"}
+    rows = ["| " + " | ".join(_linked(c, targets, titles, inline=True) or " " for c in r) + " |" for r in b.rows]
+    return "\n".join([rows[0], "| " + " | ".join(sep[a] for a in b.align) + " |", *rows[1:]])
+
+
+def _linked(text: str, targets: Mapping[int, str], titles: Mapping[int, str] | None, *, inline: bool) -> str:
+    """Text escaped (:func:`md_escape`, or :func:`md_inline` for one line), each [n] a link."""
     links: list[str] = []
     titles = titles or {}
 
@@ -103,7 +142,7 @@ def answer_markdown(text: str, targets: Mapping[int, str], titles: Mapping[int, 
         return f"\ue000{len(links) - 1}\ue001"
 
     held = _MARKER.sub(hold, text.replace("\ue000", "").replace("\ue001", ""))
-    escaped = md_escape(held)
+    escaped = md_inline(held) if inline else md_escape(held)
     return re.sub("\ue000(\\d+)\ue001", lambda m: links[int(m.group(1))], escaped)
 
 
@@ -153,8 +192,13 @@ STAGE_LABELS = {
 }
 
 
+CACHE_HIT_MS = 0.5  # an embedding this fast came from the encoder's cache, not the model
+
+
 def latency_line(latency: Mapping[str, Any]) -> str:
-    parts = [f"{STAGE_LABELS.get(k, k)} {fmt_ms(v)}" for k, v in latency.items() if k != "total"]
+    parts = [f"{STAGE_LABELS.get(k, k)} {fmt_ms(v)}" + (" (cache hit)" if k == "embed" and isinstance(v, (int, float))
+                                                         and v < CACHE_HIT_MS else "")
+             for k, v in latency.items() if k != "total"]
     if "total" in latency:
         parts.append(f"**total {fmt_ms(latency['total'])}**")
     return " · ".join(parts)

@@ -59,11 +59,88 @@ def in_frame() -> bool:
     return bool(getattr(_frame, "active", False))
 
 
+# Layout rules that Streamlit's own CSS lacks, for windows down to 1024 px (about 700 px beside the
+# sidebar): button labels and segmented options wrap instead of being cut, the passages panel goes
+# below the answer when the main area is narrow, the selected cell is outlined, the notebook's
+# chat box stays in view at the bottom of the page. Only the app's own class names and Streamlit's
+# data-testids are styled; no document text is involved.
+APP_CSS = """<style>
+button [data-testid="stMarkdownContainer"] p{white-space:normal;overflow-wrap:anywhere;text-align:center}
+[data-testid="stBaseButton-segmented_control"],[data-testid="stBaseButton-segmented_controlActive"]{height:auto;min-height:2.5rem}
+[data-testid="stButtonGroup"]>div{flex-wrap:wrap}
+[data-testid="stPageLink"] p{white-space:normal}
+@media (max-width: 1279px){
+  [class*="st-key-ans_"] [data-testid="stHorizontalBlock"]{flex-wrap:wrap}
+  [class*="st-key-ans_"] [data-testid="stColumn"]{flex:1 1 100% !important;width:100% !important;min-width:100%}
+}
+[class*="st-key-cell_"][class$="_sel"]{outline:2px solid #0969da;outline-offset:2px}
+.st-key-nb_chatbox{position:sticky;bottom:0;z-index:5;background:#fff;padding:.4rem 0 .6rem}
+</style>"""
+
+
 def navigation_links(pages: list) -> None:
     with st.sidebar:
         for p in pages:
             st.page_link(p)
         st.divider()
+
+
+# ragcore (LlamaIndex, Qdrant, onnxruntime) takes seconds to import in a fresh process, 20 s and
+# more on a loaded machine: it is imported (and the Engine opened) in a thread, and the notebook
+# draws its question box at once meanwhile (a question typed then is answered when it is ready)
+_core_ready = threading.Event()
+_core_lock = threading.Lock()
+_core_thread: list[threading.Thread] = []
+
+
+def _load_core() -> None:
+    try:
+        from ragcore.settings.config import RagcoreSettings
+        from ui import state
+
+        env = RagcoreSettings.from_env()
+        state.get_runtime(str(env.data_dir), env.qdrant_url)
+    except Exception:  # noqa: BLE001 - the script run opens it again and shows the error
+        pass
+    finally:
+        _core_ready.set()
+
+
+def core_ready() -> bool:
+    """Whether ragcore is imported and the Engine open; starts loading them on the first call."""
+    if _core_ready.is_set():
+        return True
+    with _core_lock:
+        if not _core_thread:
+            t = threading.Thread(target=_load_core, name="ragcore-import", daemon=True)
+            _core_thread.append(t)
+            t.start()
+    return _core_ready.is_set()
+
+
+def _starting_submit() -> None:
+    q = (st.session_state.get("nb_question") or "").strip()
+    if q:
+        st.session_state["nb_pending"] = {"kind": "new", "question": q}
+
+
+def starting_notebook() -> None:
+    """The notebook while ragcore loads: its question box is usable at once."""
+    st.markdown("## Notebook")
+
+    @st.fragment(run_every=0.5)
+    def wait() -> None:
+        if _core_ready.is_set():
+            st.rerun(scope="app")
+        pending = st.session_state.get("nb_pending")
+        st.info("Starting ragcore (the search engine and the embedding model)…"
+                + (" Your question is answered as soon as it is ready." if pending else " You can type your question now."),
+                icon=":material/hourglass_top:")
+
+    wait()
+    with st.container(key="nb_chatbox"):
+        st.chat_input("Ask a question…", key="nb_question", on_submit=_starting_submit, max_chars=2000)
+    st.stop()
 
 
 def run_app() -> None:
@@ -72,15 +149,17 @@ def run_app() -> None:
     # absolute paths: the script Streamlit started may be a page itself (a cold deep link, AppTest)
     pages = [st.Page(str(ROOT / s.path), title=s.title, icon=s.icon, url_path=s.url_path, default=s.default) for s in PAGES]
     page = st.navigation(pages, position="hidden")
+    st.html(APP_CSS)
     navigation_links(pages)
 
-    # imported only now: ragcore (LlamaIndex, Qdrant, onnxruntime) takes seconds to import
-    # on a cold process, and the navigation above should not wait for it (the spinner shows
-    # only when this takes over half a second, i.e. on a cold start)
-    with st.spinner("Starting ragcore…"):
-        from ui import state
+    if not core_ready():
+        if page.title == "Notebook":
+            starting_notebook()
+        with st.spinner("Starting ragcore…"):
+            _core_ready.wait()
+    from ui import state
 
-        rt = state.runtime()
+    rt = state.runtime()
     state.ensure_demo(rt)
     state.init_session(rt)
     state.sidebar(rt)

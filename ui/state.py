@@ -13,7 +13,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from ragcore.settings.app_file import LoadedSettings, SettingsFileError, load_app_settings
-from ragcore.engine.demo import DEMO_COLLECTION, ensure_demo_collection
+from ragcore.engine.demo import DEMO_COLLECTION
 from ragcore.engine.collections_admin import Cancelled, Staleness, failed_files, record_cancelled, record_failed, staleness
 from ragcore.settings.config import ConfigError, RagcoreSettings
 from ragcore.engine.engine import Engine
@@ -79,6 +79,8 @@ class Runtime:
                     job.cancelled = True
                     try:
                         record_cancelled(self.engine, job.collection, job.root)
+                        info = next((c for c in self.engine.collections() if c.name == job.collection), None)
+                        job.kept = (info.documents, info.chunks) if info is not None else (0, 0)
                     except Exception:  # noqa: BLE001 - the record is a courtesy; the data is safe
                         pass
                 except Exception as exc:  # shown to the user by the page
@@ -162,7 +164,8 @@ def runtime() -> Runtime:
 
 
 def ensure_demo(rt: Runtime) -> None:
-    """First start: ingest demo/ into 'guide', warm the model; once per process."""
+    """First start: build demo/ into 'guide' in the background (``ui/firststart.py``); once per process.
+    The page draws at once; the sidebar and the notebook show the build's progress."""
     if rt.demo_checked:
         return
     with rt.lock:
@@ -170,11 +173,9 @@ def ensure_demo(rt: Runtime) -> None:
             return
         try:
             _copy_old_store(rt.engine.store)
-            with st.spinner("Preparing the demo collection 'guide' (first start: ingesting the user guide, about 20 s)…", show_time=True):
-                rt.demo_report = ensure_demo_collection(rt.engine)
-                rt.engine.encoder.encode(["warm up the embedding model"])
-                if rt.engine.store.exists(DEMO_COLLECTION):
-                    rt.engine.retriever.index(DEMO_COLLECTION)
+            from .firststart import start_demo
+
+            start_demo(rt)
         except Exception as exc:  # noqa: BLE001
             rt.demo_error = friendly(exc, "Preparing the demo collection")
         finally:
@@ -182,9 +183,6 @@ def ensure_demo(rt: Runtime) -> None:
             rt.invalidate_collections()
     if rt.demo_error:
         st.error(md_escape(rt.demo_error))
-    elif rt.demo_report is not None:
-        r = rt.demo_report
-        st.toast(f"Ingested the user guide into 'guide': {r.count('added')} files, {r.chunks_written} chunks in {r.seconds:.0f} s.")
 
 
 def _copy_old_store(store) -> None:
@@ -303,6 +301,9 @@ def init_session(rt: Runtime) -> None:
         ss["rc_base"] = loaded.settings.with_(qdrant_url=rt.settings.qdrant_url)
         ss["rc_sources"] = dict(loaded.sources)
         ss["rc_settings_problems"] = loaded.problems
+        from .share import adopt_url
+
+        adopt_url(ss)  # a link's lab setup and selected cell
     base: RagcoreSettings = ss["rc_base"]
     ss.setdefault("cfg_collection", base.collection)
     ss.setdefault("cfg_context", "corpus")
@@ -452,6 +453,7 @@ def sidebar(rt: Runtime) -> None:
             if ss["cfg_collection"] not in names:
                 ss["cfg_collection"] = DEMO_COLLECTION if DEMO_COLLECTION in names else names[0]
             bound(st.selectbox, "Collection", "cfg_collection", key="sb_collection", options=names)
+            share_collection(ss["cfg_collection"])
             info = next(c for c in cols if c.name == ss["cfg_collection"])
             ensure_warm(rt, info)
             built = (info.built_at or "").replace("T", " ").replace("+00:00", " UTC")
@@ -462,13 +464,21 @@ def sidebar(rt: Runtime) -> None:
             stale = rt.staleness(info.name)
             if stale is not None and stale.stale:
                 st.caption(f":orange-badge[:material/sync_problem: out of date] {md_inline(stale.summary())}")
-        else:
+        elif rt.job is None or not rt.job.running:
             st.info("No collection yet. Ingest a folder or files on the Library page.", icon=":material/info:")
         s = settings()
         gen = generator_name(s)
         st.markdown("**Generator** " + (f":green-badge[{md_inline(gen)}]" if s.llm.configured else ":gray-badge[extractive]"))
         if not s.llm.configured:
             st.caption("Quotes the evidence; no model needed. Connect an LLM on the Settings page.")
+
+
+def share_collection(name: str) -> None:
+    """The URL names the collection, so a reload (or a copied link) opens the same one."""
+    from .share import set_param
+
+    st.session_state["rc_qp_collection"] = name  # what the URL says now is this session's own choice
+    set_param("collection", name)
 
 
 def job_status(rt: Runtime) -> None:
@@ -520,7 +530,7 @@ def start_folder_ingest(
     def work(job: IngestJob) -> IngestReport:
         if rebuild and rt.engine.store.exists(collection):
             rt.engine.drop(collection)
-        return rt.engine.ingest([folder], collection, progress=job.progress, settings=s)
+        return rt.engine.ingest([folder], collection, progress=job.progress, chunk_progress=job.chunk_progress, settings=s)
 
     return rt.start_ingest(job, work)
 
@@ -543,7 +553,7 @@ def job_outcome(job: IngestJob) -> str:
         return (f"Ingest into '{job.collection}' done: {r.count('added')} added, {r.count('updated')} updated, "
                 f"{r.count('removed')} removed, {len(r.failed)} skipped, {r.chunks_written} chunks in {r.seconds:.0f} s.")
     if job.cancelled:
-        return f"Ingest into '{job.collection}' cancelled after {job.done} of {job.total} files; what was written is kept."
+        return job.cancel_summary()
     return job.error or "The ingest ended."
 
 

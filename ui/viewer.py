@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import html
 from dataclasses import dataclass, field
+from typing import Callable
 from pathlib import Path
 
 from ragcore.ingest.read.loaders import LoadError, load_bytes, read_bytes
@@ -120,14 +121,17 @@ VIEWER_CSS = """
 .rc-line.hl .rc-no{color:#7d4e00;font-weight:700;border-right:3px solid #d4a72c}
 .rc-gap{color:#8c959f;font-size:11px;padding:1px 0 1px 5.3em;font-style:italic}
 .rc-block .rc-txt{border-left:2px solid #eaeef2}
+.rc-line.q .rc-txt{background:#ffd33d66;box-shadow:inset 3px 0 0 #bf8700}
 </style>
 """
 
 
 def viewer_html(
     view: SourceView, *, page: int | None, highlight: tuple[int, int] | None, selection: tuple[int, int] | None,
-    window: tuple[int, int] | None,
+    window: tuple[int, int] | None, quoted: "Callable[[str], bool] | None" = None,
 ) -> str:
+    """The rows as escaped HTML: ``highlight`` the cited lines, ``selection`` the lines to ask
+    about, ``quoted(text)`` marks the lines the answer quotes (the sentence itself)."""
     e = html.escape
     out = [VIEWER_CSS, f'<div class="rc-src" data-path="{e(view.path, quote=True)}">']
     prev_end: int | None = None
@@ -150,6 +154,8 @@ def viewer_html(
             classes.append("hl")
         if selection and r.no <= selection[1] and r.end >= selection[0]:
             classes.append("sel")
+        if quoted is not None and r.text.strip() and quoted(r.text):
+            classes.append("q")
         label = "" if cont else str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
         if r.end != r.no:
             classes.append("rc-block")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragcore.engine.engine import Engine
+from ragcore.ingest.writer import ChunkProgress, Progress
 from ragcore.types import IngestReport
 
 DEMO_COLLECTION = "guide"
@@ -25,12 +26,14 @@ def _checkout_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def ensure_demo_collection(engine: Engine, collection: str = DEMO_COLLECTION) -> IngestReport | None:
+def ensure_demo_collection(engine: Engine, collection: str = DEMO_COLLECTION, *, progress: Progress | None = None,
+                           chunk_progress: ChunkProgress | None = None) -> IngestReport | None:
     """Ingest demo/ into ``collection`` when the collection does not exist yet or is empty,
     and calibrate its abstain bar on bench/data/guide-qa when it has no labelled bar (about two
     seconds). The ingest also stores a label-free bar (``autocalibrate.py``), as for any
     collection; the labelled one takes precedence (``Engine.abstain_bar_info``).
 
+    ``progress`` hears the ingest as ``Engine.ingest`` reports it (the app shows it while the page is usable).
     Returns the ingest report, or None when there was nothing to ingest.
     """
     report = None
@@ -38,7 +41,7 @@ def ensure_demo_collection(engine: Engine, collection: str = DEMO_COLLECTION) ->
         docs = demo_corpus_dir()
         if not docs.is_dir():
             return None
-        report = engine.ingest([docs], collection)
+        report = engine.ingest([docs], collection, progress=progress, chunk_progress=chunk_progress)
     if "calibration" not in engine.store.read_meta(collection) and demo_calibration_dir().is_dir():
         from ragcore.eval.calibration import calibrate
         from ragcore.eval.dataset import load_dataset

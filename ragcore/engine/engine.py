@@ -24,7 +24,7 @@ from ragcore.citations import SupportScorer
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.followup import resolve_offline
-from ragcore.ingest.writer import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
+from ragcore.ingest.writer import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
 from ragcore.storage.store import Store
@@ -79,15 +79,17 @@ class Engine:
     def ingest(
         self, paths: Sequence[str | Path], collection: str | None = None, *, prune: bool = True,
         progress: Progress | None = None, settings: RagcoreSettings | None = None, calibrate: bool = True,
+        chunk_progress: ChunkProgress | None = None,
     ) -> IngestReport:
-        """Ingest files or folders; ``calibrate``: set the label-free abstain bar when the corpus changed."""
+        """Ingest files or folders; ``calibrate``: set the label-free abstain bar when the corpus changed;
+        ``chunk_progress(written, queued)`` hears each written batch of chunks."""
         s = settings or self.settings
         name = collection or s.collection
         root, files = discover([Path(p) for p in paths])
         # one write session: embedded Qdrant is opened (and its folder locked) once, and released after
         with self.store.session():
             report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self.encoder,
-                            settings=s, prune=prune, progress=progress)
+                            settings=s, prune=prune, progress=progress, chunk_progress=chunk_progress)
             self.retriever.invalidate(name)
             if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
                 ensure_auto_calibration(self, name, s)
@@ -95,7 +97,7 @@ class Engine:
 
     def ingest_uploads(
         self, files: Sequence[tuple[str, bytes]], collection: str | None = None, *, progress: Progress | None = None,
-        settings: RagcoreSettings | None = None, calibrate: bool = True,
+        settings: RagcoreSettings | None = None, calibrate: bool = True, chunk_progress: ChunkProgress | None = None,
     ) -> IngestReport:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
         s = settings or self.settings
@@ -103,7 +105,7 @@ class Engine:
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
         with self.store.session():
             report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
-                            settings=s, prune=False, progress=progress)
+                            settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
             self.retriever.invalidate(name)
             if calibrate:
                 ensure_auto_calibration(self, name, s)

@@ -47,6 +47,8 @@ from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, ch
 from ragcore.ingest.read.loaders import LineLimitError, LoadError, file_type_name, kind_for, load_bytes, read_bytes
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path or step)
+# (chunks written, chunks queued so far): after each written batch; chunks are the unit that takes the time
+ChunkProgress = Callable[[int, int], None]
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache"}
 # Chunks embedded and written at a time: bounds memory, and is the step of progress within a
@@ -300,10 +302,12 @@ class _Writer:
     def __init__(
         self, store: Store, encoder: OnnxMiniLM, collection: str, fingerprint: str, existing: set[str],
         batch: int = WRITE_BATCH, ahead: int = PIPELINE_AHEAD, on_written: Callable[[int, str], None] | None = None,
+        on_chunks: ChunkProgress | None = None,
     ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
         self.fingerprint, self.existing, self.batch = fingerprint, existing, batch
         self.on_written = on_written  # (files done, current) -> None, called in the caller's thread
+        self.on_chunks = on_chunks  # (chunks written, chunks queued) -> None, in the caller's thread too
         self.buf: list[Chunk] = []
         self.doc_chunks: dict[str, int] = {}
         self.stale: list[tuple[int, list[str]]] = []  # (end of the file in the stream, ids to delete)
@@ -368,6 +372,8 @@ class _Writer:
             self._report(written)
 
     def _report(self, written: int) -> None:
+        if self.on_chunks:
+            self.on_chunks(written, self.queued)
         # files complete in order; a file without chunks completes silently with the one
         # before it (its name was reported when it was read)
         while self.spans and self.spans[0].end <= written:
@@ -521,10 +527,12 @@ def ingest(
     settings: RagcoreSettings,
     prune: bool = True,
     progress: Progress | None = None,
+    chunk_progress: ChunkProgress | None = None,
 ) -> IngestReport:
     """Ingest ``sources`` into ``collection``; ``progress(done, total, current)`` hears each
     file as it is read (``done`` counts files whose chunks are all written, in order), each
-    written batch of a long file ("path: N chunks written") and each file as it completes."""
+    written batch of a long file ("path: N chunks written") and each file as it completes;
+    ``chunk_progress(written, queued)`` hears every written batch (a progress bar by chunks)."""
     t0 = time.perf_counter()
     store.ensure_collection(collection)
     state: dict[str, list[PointRef]] = defaultdict(list)
@@ -535,7 +543,7 @@ def ingest(
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
     writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH, ahead=PIPELINE_AHEAD,
-                     on_written=on_written)
+                     on_written=on_written, on_chunks=chunk_progress)
     try:
         for src in sources:
             if progress:

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from ..blocks import split_blocks
 from .model import Run, locator as _locator
 
 
@@ -53,13 +54,27 @@ class RunDiff:
         return "; ".join(parts)
 
 
-_SENT = re.compile(r"(?<=[.!?])\s+")
+# a sentence ends at . ! or ? and the citation markers right after it: "… threshold. [1] Next" splits
+# after "[1]", so a marker stays with the sentence it cites
+_SENT_END = re.compile(r"[.!?](?:\s*\[[\d,\s\u2013-]{1,40}\])*(?=\s|$)")
 _IGNORED_KEYS = {"request_id", "config.data_dir", "latency_ms", "chunks_retrieved", "chunks_used", "best_support", "support",
                  "candidates_trimmed", "packing"}
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+    """The answer's units: each sentence of its prose with its markers, each code block, list or
+    table whole (a block's lines are compared as one unit and shown as a block)."""
+    out: list[str] = []
+    for b in split_blocks(text.strip()):
+        if b.kind != "para":
+            out.append(b.raw.strip())
+            continue
+        last = 0
+        for m in _SENT_END.finditer(b.text):
+            out.append(b.text[last : m.end()].strip())
+            last = m.end()
+        out.append(b.text[last:].strip())
+    return [s for s in out if s]
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from ragcore.citations import MARKER_RE as _MARKER, parse_marker
 from ragcore.types import to_jsonable
 
+from ..blocks import Block, drop_repeated_markers, split_blocks
 from .model import FORMAT, Cell, Notebook, NotebookError, Run, locator as _locator, utc_now
 from .reading import badges, config_stamp
 
@@ -70,6 +71,26 @@ def _md_passage(run: Run, n: int) -> list[str]:
     return ["", f"{fence}text", *text.split("\n"), fence, ""]
 
 
+def _md_answer(text: str) -> str:
+    """The answer in a Markdown export: code blocks verbatim in a fence they cannot close (so
+    ``<form>`` inside code stays ``<form>``), lists and tables as such, the rest neutralised."""
+    out: list[str] = []
+    for b in drop_repeated_markers(split_blocks(text)):
+        if b.kind == "code":
+            out.append(f"{_md_fence(b.text)}{b.lang}\n{b.text}\n{_md_fence(b.text)}")
+        elif b.kind == "list":
+            out.append("\n".join("    " * it.level + (f"{it.number}. " if it.ordered else "- ")
+                                 + _md_neutral(it.text).replace("\n", "  \n" + "    " * (it.level + 1)) for it in b.items))
+        elif b.kind == "table":
+            cells = [[_md_neutral(c).replace("|", "\\|") for c in r] for r in b.rows]
+            sep = {"": "---", "left": ":---", "center": ":---:", "right": "---:"}
+            out.append("\n".join(["| " + " | ".join(cells[0]) + " |", "| " + " | ".join(sep[a] for a in b.align) + " |",
+                                  *("| " + " | ".join(r) + " |" for r in cells[1:])]))
+        else:
+            out.append(_md_neutral(b.text))
+    return "\n\n".join(out)
+
+
 def _html_passage(run: Run, n: int) -> str:
     text = run.passage(n)
     if text is None:
@@ -90,8 +111,8 @@ def export_markdown(nb: Notebook) -> str:
         lines += [f"*Status:* **{run.outcome}** · {_stamp_line(run)}", ""]
         if c.selection:
             lines += [f"*Selection:* `{c.selection.get('source') or '(pasted text)'}` from line {c.selection.get('start_line', 1)}", ""]
-        body = run.text.strip() or "*(no answer text)*"
-        lines += ["> " + ln if ln.strip() else ">" for ln in _md_neutral(body).split("\n")]
+        body = _md_answer(run.text.strip()) or "*(no answer text)*"
+        lines += ["> " + ln if ln.strip() else ">" for ln in body.split("\n")]
         lines.append("")
         if run.answer.get("error_message"):
             lines += [f"*Note:* {_md_neutral(str(run.answer['error_message']))}", ""]
@@ -113,7 +134,9 @@ def export_markdown(nb: Notebook) -> str:
 _HTML_CSS = """
 body{font:15px/1.55 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:860px;margin:2rem auto;padding:0 1rem;color:#1f2328}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-top:1px solid #d0d7de;padding-top:1rem}
-.stamp{color:#57606a;font-size:.85rem}.answer{background:#f6f8fa;border-left:3px solid #0969da;padding:.6rem .9rem;white-space:pre-wrap}
+.stamp{color:#57606a;font-size:.85rem}.answer{background:#f6f8fa;border-left:3px solid #0969da;padding:.6rem .9rem}.answer p{white-space:pre-wrap;margin:.4rem 0}
+.answer pre{background:#fff;border:1px solid #d0d7de;padding:.5rem .7rem;overflow-x:auto}.answer table{border-collapse:collapse}
+.answer th,.answer td{border:1px solid #d0d7de;padding:.2rem .5rem}
 .badge{display:inline-block;border-radius:9px;padding:0 .5rem;font-size:.8rem;background:#ddf4ff;margin-right:.3rem}
 .badge.warn{background:#fff8c5}.badge.error{background:#ffebe9}.badge.ok{background:#dafbe1}
 code{font-size:.85rem}sup a{text-decoration:none}ol.cites{font-size:.9rem}
@@ -136,24 +159,8 @@ def export_html(nb: Notebook) -> str:
         out.append(f'<section id="cell-{e(c.id)}"><h2>{i}. {e(c.question)}</h2>')
         out.append("<p>" + "".join(f'<span class="badge {e(sev)}">{e(label)}</span>' for label, sev in badges(run)) + "</p>")
         out.append(f'<p class="stamp">{e(_stamp_line(run))}</p>')
-        known = {cit["n"] for cit in run.citations}
-
-        def link(m: re.Match[str], cell_id: str = c.id, known: set[int] = known) -> str:
-            nums = parse_marker(m.group(1))
-            if not nums:  # not a marker ragcore would read (e.g. an absurd range): keep the text
-                return e(m.group(0))
-            return "".join(
-                f'<sup><a href="#c-{e(cell_id)}-{n}">[{n}]</a></sup>' if n in known else f"[{n}]" for n in nums
-            )
-
-        text = run.text.strip()
-        pieces, last = [], 0
-        for m in _MARKER.finditer(text):
-            pieces.append(e(text[last : m.start()]))
-            pieces.append(link(m))
-            last = m.end()
-        pieces.append(e(text[last:]))
-        out.append(f'<div class="answer">{"".join(pieces) or "<em>(no answer text)</em>"}</div>')
+        answer_html = _html_answer(run.text.strip(), c.id, {int(cit["n"]) for cit in run.citations})
+        out.append(f'<div class="answer">{answer_html or "<em>(no answer text)</em>"}</div>')
         if run.answer.get("error_message"):
             out.append(f"<p><em>{e(str(run.answer['error_message']))}</em></p>")
         if run.citations:
@@ -170,6 +177,67 @@ def export_html(nb: Notebook) -> str:
         out.append("</section>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _html_linked(text: str, cell_id: str, known: set[int]) -> str:
+    """Escaped text, each [n] a link to its citation below (an unknown number stays text)."""
+    e = html.escape
+
+    def link(m: re.Match[str]) -> str:
+        nums = parse_marker(m.group(1))
+        if not nums:  # not a marker ragcore would read (e.g. an absurd range): keep the text
+            return e(m.group(0))
+        return "".join(f'<sup><a href="#c-{e(cell_id)}-{n}">[{n}]</a></sup>' if n in known else f"[{n}]" for n in nums)
+
+    pieces, last = [], 0
+    for m in _MARKER.finditer(text):
+        pieces.append(e(text[last : m.start()]))
+        pieces.append(link(m))
+        last = m.end()
+    pieces.append(e(text[last:]))
+    return "".join(pieces)
+
+
+def _html_list(b: Block, cell_id: str, known: set[int]) -> str:
+    out: list[str] = []
+    stack: list[str] = []  # the open list tags, one per level
+    for it in b.items:
+        tag = "ol" if it.ordered else "ul"
+        while len(stack) > it.level + 1:
+            out.append(f"</li></{stack.pop()}>")
+        if len(stack) == it.level + 1 and stack[-1] != tag:
+            out.append(f"</li></{stack.pop()}>")
+        if len(stack) == it.level + 1:
+            out.append("</li>")
+        while len(stack) < it.level + 1:
+            start = f' start="{it.number}"' if it.ordered and it.number != 1 else ""
+            out.append(f"<{tag}{start}>")
+            stack.append(tag)
+        out.append(f"<li>{_html_linked(it.text, cell_id, known)}")
+    while stack:
+        out.append(f"</li></{stack.pop()}>")
+    return "".join(out)
+
+
+def _html_answer(text: str, cell_id: str, known: set[int]) -> str:
+    """The answer as HTML: ``<pre><code>`` for code (escaped, indentation kept), lists, tables,
+    paragraphs; every piece of document text ``html.escape``d."""
+    e = html.escape
+    out: list[str] = []
+    for b in drop_repeated_markers(split_blocks(text)):
+        if b.kind == "code":
+            cls = f' class="language-{e(b.lang)}"' if b.lang else ""
+            out.append(f"<pre><code{cls}>{e(b.text)}</code></pre>")
+        elif b.kind == "list":
+            out.append(_html_list(b, cell_id, known))
+        elif b.kind == "table":
+            def row(r: tuple[str, ...], tag: str) -> str:
+                return "<tr>" + "".join(f'<{tag}{f" style=text-align:{a}" if a else ""}>{_html_linked(c, cell_id, known)}</{tag}>'
+                                        for c, a in zip(r, b.align)) + "</tr>"
+            out.append(f"<table><thead>{row(b.rows[0], 'th')}</thead><tbody>{''.join(row(r, 'td') for r in b.rows[1:])}</tbody></table>")
+        else:
+            out.append(f"<p>{_html_linked(b.text, cell_id, known)}</p>")
+    return "".join(out)
 
 
 def export_filename(collection: str, ext: str) -> str:

@@ -12,7 +12,7 @@ import streamlit as st
 from tests.app_support import app_env, ask, ok, shared_runtime, started  # noqa: F401
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 EVIL = """# Zebra protocol
 
@@ -50,7 +50,7 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     orig = st.download_button
 
     def recording(label, data=None, *a, **k):
-        captured[label] = data
+        captured[label] = data() if callable(data) else data  # made when clicked
         return orig(label, data, *a, **k)
 
     monkeypatch.setattr(st, "download_button", recording)
@@ -59,7 +59,7 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     ask(at, "How does the zebra protocol greet visitors and what images does it show?")
     texts = _all_markdown(at)
     # the answer quotes the document: every markup character arrives escaped
-    answer = next(t for t in texts if "zebra protocol" in t and "](#cited-" in t)
+    answer = next(t for t in texts if "zebra protocol" in t and "](#cite-" in t)
     assert "\\<script\\>alert\\(1\\)\\<\\/script\\>" in answer
     for t in texts:  # no raw tags, no live markdown link to javascript:, no live :red[] directive
         assert not re.search(r"(?<!\\)<(script|img)", t), t
@@ -75,6 +75,11 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in table and "&lt;img src=x onerror=alert(2)&gt;" in table
     assert "<script" not in table and "<img" not in table and "<a " not in table
     assert 'title="# Zebra protocol' in table  # the whole passage on hover
+
+    # the cited passages beside the answer (st.html): the chunk's lines html.escape'd, no tag of the document live
+    panel = next(h.proto.body for h in at.main.get("html") if 'class="rc-cites"' in h.proto.body)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in panel and "<script" not in panel and "<img" not in panel
+    assert "javascript:" not in panel.replace("](javascript:alert(3))", "")
 
     # HTML export: escaped, no active content
     html = captured["HTML"]

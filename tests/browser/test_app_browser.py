@@ -26,7 +26,7 @@ import pytest
 from tests.app_support import AppServer
 from tests.openai_server import ScriptedOpenAIServer, Text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 QUESTION = "What does the threshold apply to?"
 NAV_TITLES = ["Notebook", "Retrieval lab", "Library", "Evaluate", "Settings"]  # ui/shell.py's PAGES

@@ -1,0 +1,123 @@
+"""Shareable state: the collection, the selected cell and the lab's setup in the page's URL.
+
+``st.query_params`` carries them, so a reload keeps the collection and a link reproduces a lab
+setup or points at a cell. Values read from a URL are validated and clamped like the widgets'
+own (a hand-edited link cannot put the app in a state its controls could not reach); a value that
+does not parse is ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import streamlit as st
+
+# URL name → (session key, parse). The lab's controls (pages/retrieval_lab.py) keep their values in these keys.
+_MODES = ("hybrid", "dense", "sparse")
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(v: str) -> str:
+        if v not in options:
+            raise ValueError(v)
+        return v
+    return parse
+
+
+def _int(lo: int, hi: int) -> Callable[[str], int]:
+    return lambda v: min(max(int(v), lo), hi)
+
+
+def _float(lo: float, hi: float) -> Callable[[str], float]:
+    return lambda v: round(min(max(float(v), lo), hi), 4)
+
+
+def _bool(v: str) -> bool:
+    if v.lower() in ("1", "true", "on", "yes"):
+        return True
+    if v.lower() in ("0", "false", "off", "no"):
+        return False
+    raise ValueError(v)
+
+
+LAB_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "q": ("lab_question", lambda v: v[:2000]),
+    "mode": ("lab_cfg_mode", _choice(_MODES)),
+    "k": ("lab_cfg_top_k", _int(1, 50)),
+    "thr": ("lab_cfg_threshold", _float(0.0, 1.0)),
+    "fusion": ("lab_fusion", _choice(("rrf", "weighted"))),
+    "rrf_k": ("lab_rrf_k", _int(1, 1000)),
+    "dw": ("lab_dense_weight", _float(0.0, 1.0)),
+    "cand": ("lab_candidates", _int(5, 1000)),
+    "dedupe": ("lab_dedupe", _bool),
+    "fw": ("lab_field_weight", _float(0.0, 10.0)),
+    "decay": ("lab_doc_decay", _float(0.0, 1.0)),
+    "named": ("lab_named_weight", _float(0.0, 2.0)),
+    "title": ("lab_doc_title_weight", _float(0.0, 2.0)),
+    "per_doc": ("lab_per_doc", _int(0, 20)),
+    "prf": ("lab_prf_terms", _int(0, 50)),
+    "prf_docs": ("lab_prf_docs", _int(1, 20)),
+    "prf_w": ("lab_prf_weight", _float(0.0, 1.0)),
+}
+CELL_PARAM = "cell"
+
+
+def parse_params(params: Mapping[str, str]) -> dict[str, Any]:
+    """The session values a URL's parameters set (the lab's setup, the selected cell); bad values dropped."""
+    out: dict[str, Any] = {}
+    for name, (key, parse) in LAB_PARAMS.items():
+        raw = params.get(name)
+        if raw is None or raw == "":
+            continue
+        try:
+            out[key] = parse(str(raw))
+        except (TypeError, ValueError):
+            continue
+    cell = params.get(CELL_PARAM)
+    if cell and str(cell).isalnum() and len(str(cell)) <= 40:
+        out["nb_selected_cell"] = str(cell)
+    return out
+
+
+def adopt_url(session: Any) -> None:
+    """A new session (a reload, an opened link): take the lab's setup and the selected cell from the URL."""
+    for key, value in parse_params(dict(st.query_params)).items():
+        session[key] = value
+
+
+def lab_params(session: Mapping[str, Any], base: Any) -> dict[str, str]:
+    """The lab's setup as URL parameters: the question and the cuts always, the rest when they
+    differ from the settings (a short link for the usual case)."""
+    out: dict[str, str] = {}
+    always = ("q", "mode", "k", "thr")
+    for name, (key, _) in LAB_PARAMS.items():
+        if key not in session:
+            continue
+        v = session[key]
+        field = key.removeprefix("lab_")
+        if name not in always and getattr(base, field, None) == v:
+            continue
+        if name == "q" and not str(v).strip():
+            continue
+        out[name] = str(int(v) if isinstance(v, bool) else v)
+    return out
+
+
+def write(params: Mapping[str, str], *, keep: tuple[str, ...] = ("collection",)) -> None:
+    """Make the URL say ``params`` (plus the kept ones); only what changed is sent to the browser."""
+    qp = st.query_params
+    current = {k: qp.get(k) for k in qp.keys()}
+    wanted = {k: v for k, v in current.items() if k in keep}
+    wanted.update({k: str(v) for k, v in params.items() if v is not None})
+    if wanted != current:
+        qp.from_dict(wanted)
+
+
+def set_param(name: str, value: str | None) -> None:
+    """One parameter of the URL set (or removed), the others left as they are."""
+    qp = st.query_params
+    if value is None:
+        if name in qp:
+            del qp[name]
+    elif qp.get(name) != value:
+        qp[name] = value
