@@ -61,7 +61,7 @@ def take(url: str) -> None:
         box.press("Enter")
         page.locator("[data-testid='stHorizontalBlock'] .rc-src").last.wait_for()
         _settle(page)
-        page.locator("[data-testid='stMarkdownContainer'] a[href^='#cited-']").last.scroll_into_view_if_needed()
+        page.locator("[data-testid='stMarkdownContainer'] a[href^='#cite-']").last.scroll_into_view_if_needed()
         _save(page, "notebook")
 
         page.get_by_role("link", name="Open in the source viewer").last.click()

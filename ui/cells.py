@@ -278,6 +278,28 @@ def cell_renders(cell: Cell, run: Run, collection: str) -> tuple[str, str]:
     return md, panel
 
 
+def answer_and_passages(cell: Cell, run: Run, collection: str) -> None:
+    """The answer, and beside it (below it when the window is narrow: ui/shell.py's CSS) its cited
+    passages; an inline [n] shows its passage on hover, a click opens it in the panel."""
+    md, panel = cell_renders(cell, run, collection)
+    ans = run.answer
+    with st.container(key=f"ans_{cell.id}"):
+        if run.citations:
+            left, right = st.columns([0.56, 0.44], gap="medium")
+        else:
+            left, right = st.container(), None
+        with left:
+            if md:
+                st.markdown(md)
+            elif run.outcome != "error":
+                st.caption("(no answer text)")
+            if ans.get("error_message"):
+                (st.error if run.outcome == "error" else st.warning)(md_escape(ans["error_message"]))
+        if right is not None:
+            with right:
+                st.html(panel)
+
+
 def render_cell(
     cell: Cell, index: int, collection: str, *, show_diff: bool = False,
     on_rerun: Callable[[str], None], on_delete: Callable[[str], None], on_lab: Callable[[str], None] | None = None,
@@ -308,24 +330,7 @@ def render_cell(
                        f" ({len(str(sel.get('text') or ''))} characters)")
         if notice:
             st.caption(f":material/sync_problem: {md_inline(notice)}")
-        # an inline [n] shows its passage on hover; a click opens it in the panel beside the answer
-        # (below it when the page is narrow: .streamlit CSS in ui/shell.py)
-        md, panel = cell_renders(cell, run, collection)
-        with st.container(key=f"ans_{cell.id}"):
-            if run.citations:
-                left, right = st.columns([0.56, 0.44], gap="medium")
-            else:
-                left, right = st.container(), None
-            with left:
-                if md:
-                    st.markdown(md)
-                elif run.outcome != "error":
-                    st.caption("(no answer text)")
-                if ans.get("error_message"):
-                    (st.error if run.outcome == "error" else st.warning)(md_escape(ans["error_message"]))
-            if right is not None:
-                with right:
-                    st.html(panel)
+        answer_and_passages(cell, run, collection)
         latency = (ans.get("metadata") or {}).get("latency_ms") or {}
         if latency:
             st.caption(":material/timer: " + latency_line(latency))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -131,3 +131,43 @@ def _question_from_headings(rt: "Runtime", collection: str) -> str:
 def example_prompt(rt: "Runtime", collection: str) -> str:
     return (f"Ask a question below, for example *{md_inline(example_question(rt, collection))}* Each question becomes "
             "a cell with its answer, citations, evidence, checks and timings; cells are saved and can be re-run.")
+
+
+def ensure_demo(rt: "Runtime") -> None:
+    """First start: build demo/ into 'guide' in the background (``ui/firststart.py``); once per process.
+    The page draws at once; the sidebar and the notebook show the build's progress."""
+    if rt.demo_checked:
+        return
+    with rt.lock:
+        if rt.demo_checked:
+            return
+        try:
+            _copy_old_store(rt.engine.store)
+            start_demo(rt)
+        except Exception as exc:  # noqa: BLE001
+            from .state import friendly  # here: state imports this module
+
+            rt.demo_error = friendly(exc, "Preparing the demo collection")
+        finally:
+            rt.demo_checked = True
+            rt.invalidate_collections()
+    if rt.demo_error:
+        st.error(md_escape(rt.demo_error))
+
+
+def _copy_old_store(store) -> None:
+    """A data folder an older version wrote in local mode is copied into Qdrant Edge once, on the
+    first open (edge_migrate.py): minutes at a million points, so say so and show it moving."""
+    if not store.migration_pending():
+        return
+    with st.status("Copying this data folder's collections into Qdrant Edge: once, on the first start of "
+                   "this version (the old folder is left as it was)…", expanded=True) as box:
+        lines: dict[str, Any] = {}  # one line per collection, updated batch by batch
+
+        def show(name: str, n: int, total: int) -> None:
+            if name not in lines:
+                lines[name] = st.empty()
+            lines[name].text(f"{name}: {n:,} of {total:,} points copied")
+
+        store.migrate_pending_copy(show)
+        box.update(label="Copied this data folder's collections into Qdrant Edge.", state="complete", expanded=False)

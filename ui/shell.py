@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -106,9 +107,17 @@ def _load_core() -> None:
         _core_ready.set()
 
 
+def _imported() -> bool:
+    """Whether ragcore is loaded: by the loading thread, or already imported by this process when
+    no thread was started (a test process): then opening the Engine is quick and no one waits."""
+    if not _core_thread and "ui.state" in sys.modules and "ragcore.engine.engine" in sys.modules:
+        _core_ready.set()
+    return _core_ready.is_set()
+
+
 def core_ready() -> bool:
     """Whether ragcore is imported and the Engine open; starts loading them on the first call."""
-    if _core_ready.is_set():
+    if _imported():
         return True
     with _core_lock:
         if not _core_thread:
@@ -132,6 +141,11 @@ def starting_notebook() -> None:
     def wait() -> None:
         if _core_ready.is_set():
             st.rerun(scope="app")
+        # the import starts at the fragment's first tick, once this page was sent: importing holds the
+        # interpreter's lock most of the time, and the question box must reach the browser first
+        ticks = st.session_state["rc_start_ticks"] = st.session_state.get("rc_start_ticks", 0) + 1
+        if ticks > 1:
+            core_ready()
         pending = st.session_state.get("nb_pending")
         st.info("Starting ragcore (the search engine and the embedding model)…"
                 + (" Your question is answered as soon as it is ready." if pending else " You can type your question now."),
@@ -152,9 +166,10 @@ def run_app() -> None:
     st.html(APP_CSS)
     navigation_links(pages)
 
-    if not core_ready():
+    if not _imported():
         if page.title == "Notebook":
             starting_notebook()
+        core_ready()
         with st.spinner("Starting ragcore…"):
             _core_ready.wait()
     from ui import state

@@ -59,7 +59,7 @@ def test_ask_about_selected_lines_in_selection_mode(app_env):
     for c in ans["citations"]:
         assert c["origin"] == "selection" and c["path"] == DOC and 49 <= c["start_line"] <= c["end_line"] <= 59
     # the answer is shown under the viewer, its [n] showing the cited lines on hover and beside the answer
-    assert any("](#cited-" in m.value and "05-scores-top-k-and-threshold.md:" in m.value for m in at.markdown)
+    assert any("](#cite-" in m.value and "05-scores-top-k-and-threshold.md:" in m.value for m in at.markdown)
     assert any("path=05-scores-top-k-and-threshold.md&lines=" in lnk.proto.query_string for lnk in at.main.get("page_link"))
     # a one-line selection (line 2 is blank) is refused with ragcore's message, nothing asked
     at.number_input(key="lib_from").set_value(2).run()
