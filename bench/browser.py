@@ -150,10 +150,19 @@ class _App:
         self.log.close()
 
 
-def _pipeline_total(data_dir: Path, collection: str) -> float | None:
-    """The newest cell's own pipeline total (ms), as the engine measured it."""
+def _pipeline_total(data_dir: Path, collection: str, cells_expected: int, timeout_s: float = 60.0) -> float | None:
+    """The newest cell's own pipeline total (ms), as the engine measured it, once its save landed
+    (the app draws a finished answer before it saves it)."""
     path = data_dir / "notebooks" / f"{collection}.json"
-    cells = json.loads(path.read_text()).get("cells") or []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            cells = json.loads(path.read_text()).get("cells") or []
+        except ValueError:  # caught mid-replace: read again
+            cells = []
+        if len(cells) >= cells_expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     newest = max(cells, key=lambda c: (c.get("runs") or [{}])[-1].get("ran_at") or "")
     return ((newest["runs"][-1]["answer"].get("metadata") or {}).get("latency_ms") or {}).get("total")
 
@@ -192,8 +201,7 @@ def _measure(url: str, data_dir: Path, collection: str, cells: int, questions: l
             _ask(page, "What is a notebook cell?", 180)  # warm-up: the composer's first run, not counted
             for q in questions:
                 r = _ask(page, q, 180)
-                time.sleep(0.3)  # the save lands
-                total = _pipeline_total(data_dir, collection)
+                total = _pipeline_total(data_dir, collection, r["cells_before"] + 1)
                 rows.append({"collection": collection, "question": q, **r, "pipeline_total_ms": total,
                              "overhead_ms": round(r["finished_ms"] - total, 1) if total is not None else None})
                 print(f"  {collection}: {q!r} first {r['first_token_ms']:.0f} ms, finished {r['finished_ms']:.0f} ms, "

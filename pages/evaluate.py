@@ -245,8 +245,11 @@ if report is not None:
                                       ("token_f1", "token F1"))):
         col.metric(label, "–" if m.get(k) is None else f"{m[k]:.3f}")
     st.dataframe(_metrics_frame(report.runs), hide_index=True, width="stretch",
-                 column_config={h: st.column_config.NumberColumn(format="%.3f") for _, h in TABLE_COLUMNS}
-                 | {"p50 ms": st.column_config.NumberColumn(format="%.0f"), "p95 ms": st.column_config.NumberColumn(format="%.0f")})
+                 # every metric a small column, so that the whole row (p95 included) fits 1024 px and up
+                 column_config={h: st.column_config.NumberColumn(format="%.3f", width="small") for _, h in TABLE_COLUMNS}
+                 | {"p50 ms": st.column_config.NumberColumn(format="%.0f", width="small"),
+                    "p95 ms": st.column_config.NumberColumn(format="%.0f", width="small"),
+                    "configuration": st.column_config.TextColumn(width="medium")})
     if len(report.runs) > 1:
         with st.expander("Against the base, question by question", icon=":material/compare_arrows:"):
             st.dataframe(_paired_frame(report.runs), hide_index=True, width="stretch",

@@ -86,7 +86,13 @@ def collections_tab(rt: state.Runtime) -> None:
                      "abstain bar": f"{bar:.3f} ({source.split(' (')[0]})", "built": _built(c), "state": _state_label(rt, c),
                      "folder": c.root or "–"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="col_table",
-                 column_config={"state": st.column_config.TextColumn(width="medium"),
+                 # short columns small, so that the state (the longest) is in view at 1400 px and wraps on hover
+                 column_config={"documents": st.column_config.NumberColumn(width="small"),
+                                "chunks": st.column_config.NumberColumn(width="small"),
+                                "version": st.column_config.TextColumn(width="small"),
+                                "built": st.column_config.TextColumn(width="small"),
+                                "abstain bar": st.column_config.TextColumn(width="small"),
+                                "state": st.column_config.TextColumn(width="large", help="Up to date, out of date (what changed) or incomplete"),
                                 "folder": st.column_config.TextColumn(width="medium")})
     st.caption(f"Data directory {md_code(rt.settings.data_dir)} · "
                + (f"Qdrant server {md_inline(rt.settings.qdrant_url)}" if rt.settings.qdrant_url else "embedded Qdrant"))

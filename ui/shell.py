@@ -70,6 +70,7 @@ button [data-testid="stMarkdownContainer"] p{white-space:normal;overflow-wrap:an
 [data-testid="stBaseButton-segmented_control"],[data-testid="stBaseButton-segmented_controlActive"]{height:auto;min-height:2.5rem}
 [data-testid="stButtonGroup"]>div{flex-wrap:wrap}
 [data-testid="stPageLink"] p{white-space:normal}
+[data-testid="stMetricLabel"] *{white-space:normal !important;overflow:visible !important;text-overflow:clip !important}
 @media (max-width: 1279px){
   [class*="st-key-ans_"] [data-testid="stHorizontalBlock"]{flex-wrap:wrap}
   [class*="st-key-ans_"] [data-testid="stColumn"]{flex:1 1 100% !important;width:100% !important;min-width:100%}

@@ -146,6 +146,23 @@ def _recorder(rt: state.Runtime, cell: Cell, collection: str, s: Any) -> RunReco
     )
 
 
+def _save(rt: state.Runtime, cell: Cell, collection: str, saved: threading.Event, *, report: bool) -> None:
+    """Save the cell's new run, keep the saved notebook as this session's cached copy, release the
+    next run (``saved``) and the warm-up (``rt.busy``); ``report``: show a failure on the page."""
+    try:
+        cache = st.session_state.setdefault("rc_nb_cache", {})
+        saved_nb = rt.notebooks.upsert_cell(collection, cell, known=cache.get(collection))
+        # the next run reads the notebook from this cache, not by parsing the file again
+        cache[collection] = (rt.notebooks.signature(collection), saved_nb)
+    except Exception as exc:  # noqa: BLE001
+        if report:
+            state.show_error(exc, "Saving the notebook")
+    finally:
+        saved.set()
+        with rt.lock:
+            rt.busy -= 1
+
+
 def stream_cell(
     rt: state.Runtime, cell: Cell, collection: str, *, title: str, render_final: Callable[[Cell], None] | None = None,
 ) -> bool:
@@ -183,17 +200,16 @@ def stream_cell(
             cancel.set()
         # only disk I/O from here on: after an interruption Streamlit must not be called again
         cell.add_run(recorder.finish(cancelled=not finished and failure is None))
-        try:
-            rt.notebooks.upsert_cell(collection, cell)
-        except Exception as exc:  # noqa: BLE001
-            if finished:
-                state.show_error(exc, "Saving the notebook")
-        finally:
-            saved.set()
-            with rt.lock:
-                rt.busy -= 1
-    view.slot.empty()  # drop the streaming view (Stop button, progress lines) at once
-    if render_final is not None:
-        with view.final_slot.container():
-            render_final(cell)
+        if not finished:
+            _save(rt, cell, collection, saved, report=False)
+    # finished: the answer is drawn first, then saved (the save parses and writes the whole notebook
+    # file, a second or more in a long notebook on a loaded machine); an interruption while drawing
+    # still saves it (the finally below), and the next run waits for the save (rc_inflight)
+    try:
+        view.slot.empty()  # drop the streaming view (Stop button, progress lines) at once
+        if render_final is not None:
+            with view.final_slot.container():
+                render_final(cell)
+    finally:
+        _save(rt, cell, collection, saved, report=True)
     return finished

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from ui.library_admin import slug
 from tests.app_support import app_env, captions, markdown_text, ok, started, wait_for_job  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -60,7 +61,8 @@ def test_ask_about_selected_lines_in_selection_mode(app_env):
         assert c["origin"] == "selection" and c["path"] == DOC and 49 <= c["start_line"] <= c["end_line"] <= 59
     # the answer is shown under the viewer, its [n] showing the cited lines on hover and beside the answer
     assert any("](#cite-" in m.value and "05-scores-top-k-and-threshold.md:" in m.value for m in at.markdown)
-    assert any("path=05-scores-top-k-and-threshold.md&lines=" in lnk.proto.query_string for lnk in at.main.get("page_link"))
+    panel = next(h.proto.body for h in at.main.get("html") if 'class="rc-cites"' in h.proto.body)
+    assert 'href="library?path=05-scores-top-k-and-threshold.md&amp;lines=' in panel  # "Open in the source viewer"
     # a one-line selection (line 2 is blank) is refused with ragcore's message, nothing asked
     at.number_input(key="lib_from").set_value(2).run()
     at.number_input(key="lib_to").set_value(2).run()
@@ -82,9 +84,10 @@ def test_ingest_folder_and_uploads_report_and_collections(app_env, tmp_path):
     name = f"libtest-{uuid.uuid4().hex[:6]}"
     at = started(LIB)
     at.text_input(key="ing_folder").set_value(str(folder)).run()
-    # the target is explicit: a new collection by default, named after the folder
+    # the target is explicit: a new collection by default, named after the folder, or after the folder
+    # above it when its own name is generic ("corpus", "docs", "html": ui/library_admin.py)
     assert at.button_group(key="ing_target_kind").value == "A new collection"
-    assert at.text_input(key="ing_new_name").placeholder == "corpus"
+    assert at.text_input(key="ing_new_name").placeholder == slug(str(folder.parent)) != "corpus"
     at.text_input(key="ing_new_name").set_value(name).run()
     at.button(key="ing_go_folder").click().run()
     wait_for_job(at)

@@ -13,7 +13,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from .model import Cell, Notebook, NotebookError
 
@@ -86,19 +86,24 @@ class NotebookStore:
                 pass
             yield
 
-    def _modify(self, collection: str, change) -> Notebook:
+    def _modify(self, collection: str, change, known: "tuple[Any, Notebook] | None" = None) -> Notebook:
+        """Load (or take ``known``, a (signature, notebook) pair, when the file has not changed since),
+        apply ``change``, save; under the file's lock, so sessions never lose each other's cells."""
         with self._locked(collection):
-            try:
-                nb = self.load(collection)
-            except NotebookError:
-                nb = Notebook(collection)
+            if known is not None and known[0] is not None and known[0] == self.signature(collection):
+                nb = Notebook(collection, list(known[1].cells))  # unchanged on disk: no need to parse it again
+            else:
+                try:
+                    nb = self.load(collection)
+                except NotebookError:
+                    nb = Notebook(collection)
             change(nb)
             self.save(nb)
             return nb
 
-    def upsert_cell(self, collection: str, cell: Cell) -> Notebook:
-        """Add or replace one cell, keeping cells other sessions added meanwhile."""
-        return self._modify(collection, lambda nb: nb.upsert(cell))
+    def upsert_cell(self, collection: str, cell: Cell, known: "tuple[Any, Notebook] | None" = None) -> Notebook:
+        """Add or replace one cell, keeping cells other sessions added meanwhile (``known``: see ``_modify``)."""
+        return self._modify(collection, lambda nb: nb.upsert(cell), known)
 
     def delete_cell(self, collection: str, cell_id: str) -> Notebook:
         return self._modify(collection, lambda nb: nb.remove(cell_id))
