@@ -275,7 +275,7 @@ with tab_ev:
 SIDE_PARAMS = ("retrieval_mode", "fusion", "top_k", "threshold", "dedupe", "rrf_k", "dense_weight")
 
 
-# configuration A is the lab's own setup (its sliders and popovers, one set of values); B starts from it
+# configuration A is the lab's own setup (its sliders and popovers); B starts from it and has its own controls
 A_CANON = {"retrieval_mode": "lab_cfg_mode", "top_k": "lab_cfg_top_k", "threshold": "lab_cfg_threshold", "fusion": "lab_fusion",
            "dedupe": "lab_dedupe", "rrf_k": "lab_rrf_k", "dense_weight": "lab_dense_weight"}
 
@@ -292,10 +292,17 @@ def side_defaults(side: str) -> dict:
 
 
 def side_config(side: str) -> None:
-    if side == "B":
-        for k, v in side_defaults(side).items():
-            ss.setdefault(f"ab_{side}_{k}", v)
-    st.markdown(f"**Configuration {side}**" + (" — the lab's settings above" if side == "A" else ""))
+    if side == "A":
+        # A is the lab's own setup, shown, not a second set of widgets on the same values (two widgets on one
+        # value disagree when a fast run is cut short); the lab's controls above change it
+        st.markdown("**Configuration A** — the lab's settings above")
+        fusion = f"{ss['lab_fusion']} " + (f"(k={int(ss['lab_rrf_k'])})" if ss["lab_fusion"] == "rrf" else f"(dense weight {float(ss['lab_dense_weight']):.2f})")
+        st.caption(f"Mode **{ss['lab_cfg_mode']}** · top-K **{int(ss['lab_cfg_top_k'])}** · threshold "
+                   f"**{float(ss['lab_cfg_threshold']):.2f}** · fusion {fusion} · dedupe {'on' if ss['lab_dedupe'] else 'off'}")
+        return
+    for k, v in side_defaults(side).items():
+        ss.setdefault(f"ab_{side}_{k}", v)
+    st.markdown(f"**Configuration {side}**")
     c = st.columns(2)
     with c[0]:
         state.bound(st.selectbox, "Mode", canon(side, "retrieval_mode"), key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
