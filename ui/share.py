@@ -79,8 +79,20 @@ def parse_params(params: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+def _shared(params: Mapping[str, Any]) -> str:
+    """The part of a URL's parameters this module reads, as one comparable string."""
+    keys = (*LAB_PARAMS, CELL_PARAM)
+    return "&".join(f"{k}={params[k]}" for k in keys if params.get(k) not in (None, ""))
+
+
 def adopt_url(session: Any) -> None:
-    """A new session (a reload, an opened link): take the lab's setup and the selected cell from the URL."""
+    """An opened link or a reload (a new session, or Streamlit resuming this one): take the lab's setup
+    and the selected cell from the URL, once per distinct URL, and never the URL this session wrote
+    itself (it may lag behind a control the analyst is moving)."""
+    seen = _shared(dict(st.query_params))
+    if seen == session.get("rc_url_seen"):
+        return
+    session["rc_url_seen"] = seen
     for key, value in parse_params(dict(st.query_params)).items():
         session[key] = value
 
@@ -109,6 +121,7 @@ def write(params: Mapping[str, str], *, keep: tuple[str, ...] = ("collection",))
     current = {k: qp.get(k) for k in qp.keys()}
     wanted = {k: v for k, v in current.items() if k in keep}
     wanted.update({k: str(v) for k, v in params.items() if v is not None})
+    st.session_state["rc_url_seen"] = _shared(wanted)  # this session's own state: not a link to adopt
     if wanted != current:
         qp.from_dict(wanted)
 
@@ -121,3 +134,5 @@ def set_param(name: str, value: str | None) -> None:
             del qp[name]
     elif qp.get(name) != value:
         qp[name] = value
+    if name == CELL_PARAM:
+        st.session_state["rc_url_seen"] = _shared({**{k: qp.get(k) for k in qp.keys()}, name: value})

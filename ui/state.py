@@ -192,9 +192,9 @@ def init_session(rt: Runtime) -> None:
         ss["rc_base"] = loaded.settings.with_(qdrant_url=rt.settings.qdrant_url)
         ss["rc_sources"] = dict(loaded.sources)
         ss["rc_settings_problems"] = loaded.problems
-        from .share import adopt_url
+    from .share import adopt_url
 
-        adopt_url(ss)  # a link's lab setup and selected cell
+    adopt_url(ss)  # a link's lab setup and selected cell
     base: RagcoreSettings = ss["rc_base"]
     ss.setdefault("cfg_collection", base.collection)
     ss.setdefault("cfg_context", "corpus")

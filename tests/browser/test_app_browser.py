@@ -437,7 +437,8 @@ def test_every_page_fits_1024_and_1400_px_and_a_link_reproduces_a_lab_setup(serv
     # the lab from a link: its question, cuts and signals come from the URL
     page.goto(server.url + "/retrieval_lab?collection=guide&q=What+is+top-K%3F&k=9&thr=0.12&fw=2&prf=5")
     page.locator(".rc-lab table").first.wait_for(timeout=120_000)
-    assert page.get_by_role("textbox", name="Question").input_value() == "What is top-K?"
+    page.wait_for_function("() => [...document.querySelectorAll('input')].some(e => e.getAttribute('aria-label') === 'Question' "
+                           "&& e.value === 'What is top-K?')")
     assert page.locator(THRESHOLD).get_attribute("aria-valuetext") == "0.12"
     page.get_by_text(re.compile(r"^Signals: .*field weight 2.*5 expansion terms")).first.wait_for()
     _fits(page, shots, "lab")
