@@ -70,7 +70,9 @@ button [data-testid="stMarkdownContainer"] p{white-space:normal;overflow-wrap:an
 [data-testid="stBaseButton-segmented_control"],[data-testid="stBaseButton-segmented_controlActive"]{height:auto;min-height:2.5rem}
 [data-testid="stButtonGroup"]>div{flex-wrap:wrap}
 [data-testid="stPageLink"] p{white-space:normal}
-[data-testid="stMetricLabel"] *{white-space:normal !important;overflow:visible !important;text-overflow:clip !important}
+[data-testid="stMetricLabel"] *,[data-testid="stMetricValue"] *{white-space:normal !important;overflow:visible !important;
+  text-overflow:clip !important}
+[data-testid="stMetricValue"]{font-size:clamp(1.2rem,2.2vw,2.25rem)}
 @media (max-width: 1279px){
   [class*="st-key-ans_"] [data-testid="stHorizontalBlock"]{flex-wrap:wrap}
   [class*="st-key-ans_"] [data-testid="stColumn"]{flex:1 1 100% !important;width:100% !important;min-width:100%}

@@ -79,9 +79,12 @@ class Runtime:
                     job.cancelled = True
                     try:
                         record_cancelled(self.engine, job.collection, job.root)
+                    except Exception:  # noqa: BLE001 - the record is a courtesy; the data is safe
+                        pass
+                    try:  # what the cancel message says was kept: the collection's own count
                         info = next((c for c in self.engine.collections() if c.name == job.collection), None)
                         job.kept = (info.documents, info.chunks) if info is not None else (0, 0)
-                    except Exception:  # noqa: BLE001 - the record is a courtesy; the data is safe
+                    except Exception:  # noqa: BLE001 - then the message says less, not something wrong
                         pass
                 except Exception as exc:  # shown to the user by the page
                     job.error = friendly(exc, "The ingest")

@@ -404,7 +404,7 @@ _CUT_JS = """() => {
     + ".rc-lab, .rc-ev, .rc-cites, .rc-src, [data-testid='stHorizontalBlock']");
   for (const b of boxes) if (seen(b) && b.scrollWidth > b.clientWidth + 1)
     out.push(['box', b.getAttribute('data-testid') || b.className, b.scrollWidth, b.clientWidth]);
-  for (const p of document.querySelectorAll("button p, [data-testid='stPageLink'] p, [data-testid='stMetricLabel'] p")) if (seen(p) && p.scrollWidth > p.clientWidth + 1)
+  for (const p of document.querySelectorAll("button p, [data-testid='stPageLink'] p, [data-testid='stMetricLabel'] p, [data-testid='stMetricValue'] > div")) if (seen(p) && p.scrollWidth > p.clientWidth + 1)
     out.push(['label', p.innerText, p.scrollWidth, p.clientWidth]);
   const de = document.documentElement;
   if (de.scrollWidth > de.clientWidth) out.push(['page', de.scrollWidth, de.clientWidth]);
