@@ -23,6 +23,7 @@ from ragcore.types import Candidate, Chunk, ScoreKind
 # provenance: where the chunk's text stands in its source file
 PROVENANCE_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section", "anchor", "page", "ordinal", "title",
+    "page_label", "ocr_confidence",
 )
 # scores and ranks a retrieved node carries (None where a branch did not rank it)
 SCORE_KEYS = (
@@ -39,6 +40,7 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "chunk_id": chunk.chunk_id, "path": chunk.path, "doc_hash": chunk.doc_hash, "kind": chunk.kind,
         "start_line": chunk.start_line, "end_line": chunk.end_line, "section": list(chunk.section),
         "anchor": chunk.anchor, "page": chunk.page, "ordinal": chunk.ordinal, "title": chunk.title,
+        "page_label": chunk.page_label, "ocr_confidence": chunk.ocr_confidence,
     }
 
 
@@ -68,6 +70,7 @@ def chunk_from_node(node: BaseNode) -> Chunk:
         kind=m.get("kind", "text"), start_line=int(m["start_line"]), end_line=int(m["end_line"]),
         section=tuple(m.get("section") or ()), anchor=m.get("anchor"), page=m.get("page"),
         ordinal=int(m.get("ordinal") or 0), title=m.get("title"),
+        page_label=m.get("page_label"), ocr_confidence=m.get("ocr_confidence"),
     )
 
 

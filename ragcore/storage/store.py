@@ -64,7 +64,7 @@ LOCK_POLL_S = 0.1
 # payload keys of a chunk point (besides LlamaIndex's own _node_content / doc_id …)
 CHUNK_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section",
-    "anchor", "page", "ordinal", "title", "doc_chunks", "context", "fp",
+    "anchor", "page", "ordinal", "title", "doc_chunks", "context", "fp", "page_label", "ocr_confidence",
 )
 
 
@@ -140,6 +140,8 @@ def chunk_from_payload(payload: dict[str, Any]) -> Chunk:
         page=payload.get("page"),
         ordinal=int(payload.get("ordinal", 0)),
         title=payload.get("title"),
+        page_label=payload.get("page_label"),
+        ocr_confidence=payload.get("ocr_confidence"),
     )
 
 
