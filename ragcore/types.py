@@ -77,7 +77,7 @@ class Chunk:
     ordinal: int = 0  # position within its document
     title: str | None = None
     page_label: str | None = None  # PDF: the printed page label (/PageLabels) when it differs from ``page``
-    ocr_confidence: float | None = None  # PDF: the text was read by OCR; lowest line confidence, 0..100
+    ocr_confidence: float | None = None  # PDF: the text was read by OCR; the lowest of its lines' confidence, 0..100
 
     @property
     def section_label(self) -> str:

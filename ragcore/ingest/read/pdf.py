@@ -109,6 +109,7 @@ def _source_lines(pages: list[LaidPage], marks: list[Bookmark]) -> list[SourceLi
     out: list[SourceLine] = []
     for page_no, (p, lines, secs) in enumerate(zip(pages, laid, sections), 1):
         for no, (ln, sec) in enumerate(zip(lines, secs), 1):
+            # an OCR'd line carries its page's mean word confidence (Tesseract's per-line figure is noisier)
             out.append(SourceLine(no=no, text=ln.text, section=sec, page=page_no, page_label=p.label,
                                   ocr_confidence=p.ocr_confidence))
     return out
