@@ -142,3 +142,19 @@ def test_encrypted_and_broken(tmp_path: Path) -> None:
         read_pdf((tmp_path / "locked.pdf").read_bytes())
     with pytest.raises(PdfError, match="could not read PDF"):
         read_pdf(b"%PDF-1.4 not really")
+
+
+def test_paragraph_gaps_but_a_caption_stays_with_its_table() -> None:
+    from ragcore.ingest.read.pdf_layout import layout_lines
+
+    def line(text: str, top: float, gap: float) -> PageLine:
+        return PageLine(text, top, gap, 7.0)
+
+    body = [line(f"{w} sentence of running text here.", 100.0 + 12 * i, 5.0) for i, w in enumerate(WORDS * 2)]
+    table = [line("Table 2: Prices of animals", 300.0, 20.0), line("Animal Description Price ($)", 326.0, 19.0),
+             line("Gnu stuffed 92.50", 338.0, 5.0), line("After the table, a new paragraph.", 370.0, 25.0)]
+    out = [ln.text for ln in layout_lines([LaidPage(tuple(body + table), height=842.0)])[0]]
+    at = out.index("Table 2: Prices of animals")
+    assert out[at - 1] == ""  # the gap above the caption is a paragraph break
+    assert out[at + 1 : at + 3] == ["Animal Description Price ($)", "Gnu stuffed 92.50"]  # none after it
+    assert out[at + 3] == ""  # the gap after the table is one
