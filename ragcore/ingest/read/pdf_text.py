@@ -25,6 +25,9 @@ _LIGATURES = re.compile("[\ufb00-\ufb06]")
 # C0/C1 controls and other non-characters a text layer can carry; a tab is a space
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd\ufeff]")
 _LINE_BREAK = re.compile("\r\n|\r|\n")
+# dot leaders of a contents or index page ("debugger . . . . . . 178"): each dot would count as a
+# word, so an index page would make dozens of chunks that say nothing and outweigh real pages
+_LEADER = re.compile(r"(?:\s*\. ?){4,}\s*")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ def clean_line(text: str) -> str:
     text = _LIGATURES.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
     text = text.replace("\ufffe", HYPHEN_MARK).replace("\t", " ")
     text = _CONTROL.sub("", text)
+    text = _LEADER.sub(" … ", text)
     # a hyphen mark inside a line (not at its end) is only a soft hyphen: invisible
     body, end = text.rstrip(), ""
     if body.endswith(HYPHEN_MARK):

@@ -59,6 +59,10 @@ def test_clean_line_ligatures_controls_and_hyphen_mark() -> None:
     assert clean_line("nor\ufffe") == "nor" + HYPHEN_MARK
     assert clean_line("soft\u00adly inside") == "softly inside"
     assert clean_line("x\u00b2 \u2026") == "x\u00b2 \u2026"  # only ligatures are NFKC-normalised
+    assert clean_line("debugger . . . . . . . . . . . 178") == "debugger … 178"  # an index's dot leader
+    assert clean_line("6.9.3 User-defined operators. . . . . . . 54") == "6.9.3 User-defined operators … 54"
+    assert clean_line("print(a...b) and 1.2.3.4") == "print(a...b) and 1.2.3.4"
+    assert clean_line("precontrol . . . . . . . 33, 144") == "precontrol … 33, 144"
 
 
 def test_rejoin_hyphens_keeps_line_count_and_real_hyphens() -> None:
