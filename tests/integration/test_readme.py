@@ -42,7 +42,7 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         exec(compile(blocks[0], "README.md[python 1]", "exec"), scope)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("ok ") and "cosine similarity" in lines[0]
-    assert re.fullmatch(r"1 05-scores-top-k-and-threshold\.md:\d+-\d+", lines[1])
+    assert re.fullmatch(r"\d+ 05-scores-top-k-and-threshold\.md:\d+-\d+", lines[1])
     exec(compile(blocks[1], "README.md[python 2]", "exec"), scope)
     try:
         assert type(scope["query_engine"]).__name__ == "RetrieverQueryEngine"
