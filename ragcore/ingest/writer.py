@@ -44,7 +44,9 @@ from ragcore.storage.sections import heading_of
 from ragcore.abstain.topics import ensure_heading_vectors
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
-from ragcore.ingest.read.loaders import LineLimitError, LoadError, file_type_name, kind_for, load_bytes, read_bytes
+from ragcore.ingest.read.loaders import (
+    LineLimitError, LoadError, file_type_name, kind_for, load_bytes, os_reason, read_bytes,
+)
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path or step)
 
@@ -126,7 +128,7 @@ def _walk(top: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFil
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            reason = f"folder could not be read: {_os_reason(exc)}"
+            reason = f"folder could not be read: {os_reason(exc)}"
             yield SourceFile(rel=_rel(folder, root), problem=reason, keep=True)
             continue
         subfolders: list[Path] = []
@@ -167,7 +169,7 @@ def _classify(entry: os.DirEntry, root: Path, inside: tuple[Path, ...]) -> Itera
         is_dir = not is_link and entry.is_dir(follow_symlinks=False)
         mode = entry.stat(follow_symlinks=False).st_mode
     except OSError as exc:
-        yield SourceFile(rel=_rel(path, root), problem=_os_reason(exc), keep=True)
+        yield SourceFile(rel=_rel(path, root), problem=os_reason(exc), keep=True)
         return
     bad_name = _name_problem(entry.name)
     if bad_name and (is_dir or kind_for(path) is not None):
@@ -200,7 +202,7 @@ def _link(path: Path, root: Path, inside: tuple[Path, ...]) -> Iterator[SourceFi
         elif isinstance(exc, FileNotFoundError):
             problem = "broken symlink (its target does not exist)"
         else:
-            problem = f"symlink target could not be read: {_os_reason(exc)}"
+            problem = f"symlink target could not be read: {os_reason(exc)}"
         if kind_for(path) is not None or not isinstance(exc, FileNotFoundError):
             yield SourceFile(rel=rel, problem=problem)
         return
@@ -239,14 +241,6 @@ def _printable(text: str) -> str:
     """``text`` with undecodable bytes and control characters as backslash escapes."""
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def _os_reason(exc: OSError) -> str:
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, FileNotFoundError):
-        return "not found"
-    return exc.strerror or str(exc)
 
 
 # --------------------------------------------------------------------------- writing

@@ -129,7 +129,7 @@ def read_bytes(path: Path, *, max_bytes: int, follow_symlinks: bool = True) -> b
         try:
             data = _read_at_most(f, max_bytes + 1)
         except OSError as exc:
-            raise LoadError(_os_reason(exc)) from exc
+            raise LoadError(os_reason(exc)) from exc
     if len(data) > max_bytes:
         raise LoadError(f"file is over the {_human_size(max_bytes)} limit (it grew while being read)")
     return data
@@ -248,15 +248,17 @@ def _relative_posix(path: Path, root: Path) -> str:
 def _open_reason(path: Path, exc: OSError) -> str:
     """Why ``open`` failed; a socket (ENXIO) or an odd device is named as what it is."""
     if exc.errno not in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
-        return _os_reason(exc)
+        return os_reason(exc)
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return _os_reason(exc)
-    return _os_reason(exc) if stat.S_ISREG(mode) else _not_regular(mode)
+        return os_reason(exc)
+    return os_reason(exc) if stat.S_ISREG(mode) else _not_regular(mode)
 
 
-def _os_reason(exc: OSError) -> str:
+def os_reason(exc: OSError) -> str:
+    """Why a file or folder could not be read, in the words every ingest message uses (the loaders'
+    and discovery's, ingest/writer.py)."""
     if exc.errno == errno.ELOOP:
         return "is a symlink (not followed)"
     if isinstance(exc, PermissionError):
@@ -265,7 +267,7 @@ def _os_reason(exc: OSError) -> str:
         return "is a directory"
     if isinstance(exc, FileNotFoundError):
         return "file not found"
-    return f"could not read file: {exc.strerror or exc}"
+    return exc.strerror or str(exc)  # the system's own words ("Input/output error")
 
 
 def _human_size(n: int) -> str:
