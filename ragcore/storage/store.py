@@ -49,9 +49,6 @@ from ragcore.types import Chunk, CollectionInfo
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-chunk_from_payload = Chunk.from_payload  # the old name (bench/scale.py): the one conversion lives on Chunk
-
-
 class Store:
     """The Qdrant collections of one data folder, and their query snapshots (snapshot.py).
 
