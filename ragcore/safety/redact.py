@@ -3,6 +3,8 @@ logged, saved or exported (URLs with ``user:password@``, API keys and parts of t
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from urllib.parse import urlsplit, urlunsplit
 
@@ -12,6 +14,16 @@ MASK = "***"
 MIN_FRAGMENT = 6
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+# an echoed ``Authorization:`` header (or a JSON/dict key of that name), whatever its scheme:
+# Basic, Digest, Token, ApiKey, AWS4-HMAC-SHA256 ... its whole value up to the end of the line
+# or the closing quote is hidden (Digest values hold commas; JSON escapes their quotes as \")
+_AUTH_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:\\.|[^\\\"'\r\n}])+")
+# a scheme with its credential anywhere else ("... got Basic dXNlcjpzZWNyZXQ= ..."): the schemes
+# are named exactly and the credential must look like one, so that prose ("Token based") is kept
+_SCHEME_CREDENTIAL = re.compile(
+    r"\b((?:Basic|Digest|Token|ApiKey|Api-Key|Negotiate|NTLM|AWS4-HMAC-SHA256|HOBA|Mutual|SCRAM-SHA-256)\s+)"
+    r"([A-Za-z0-9+/=._~\-]{8,})"
+)
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@]*@")
 
 
@@ -43,13 +55,29 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
 
 def redact_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
     """``text`` with every secret (and any ≥ MIN_FRAGMENT-character part of one that a server
-    echoed), ``sk-…`` keys, bearer tokens and URL credentials replaced by ***."""
+    echoed), ``sk-…`` keys, bearer tokens, the value of any echoed ``Authorization`` header
+    (every scheme), Basic/Digest/Token/… credentials and URL credentials replaced by ***."""
     out = _URL_USERINFO.sub(r"\1", str(text))
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         out = out.replace(secret, MASK) if len(secret) >= 4 else out
         out = _mask_fragments(out, secret)
     out = _SK.sub("sk-" + MASK, out)
+    out = _AUTH_HEADER.sub(r"\1" + MASK, out)
+    out = _SCHEME_CREDENTIAL.sub(_mask_credential, out)
     return _BEARER.sub(r"\1" + MASK, out)
+
+
+def _mask_credential(m: re.Match[str]) -> str:
+    """``Basic <base64 of user:password>`` or a token-like value (digits or base64 padding)."""
+    value = m.group(2)
+    if m.group(1).strip().lower() == "basic":
+        try:
+            secret = b":" in base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            secret = False
+    else:
+        secret = any(c.isdigit() or c in "+/=" for c in value)
+    return m.group(1) + MASK if secret else m.group(0)
 
 
 def _mask_fragments(text: str, secret: str) -> str:
