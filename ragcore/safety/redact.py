@@ -15,9 +15,13 @@ MIN_FRAGMENT = 6
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
 # an echoed ``Authorization:`` header (or a JSON/dict key of that name), whatever its scheme:
-# Basic, Digest, Token, ApiKey, AWS4-HMAC-SHA256 ... its whole value up to the end of the line
-# or the closing quote is hidden (Digest values hold commas; JSON escapes their quotes as \")
-_AUTH_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:\\.|[^\\\"'\r\n}])+")
+# Basic, Bearer, Digest, Token, AWS4-HMAC-SHA256 ...: the scheme's value is hidden, either
+# key=value pairs (Digest, AWS; quotes JSON-escaped as \") or one token, and the text after it kept
+_PAIR = r"[\w.~+/-]+=(?:\\?\"[^\"\\]*\\?\"|[^\s,\"'\\)}]+)"
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+    rf"(?:[A-Za-z][\w.+-]*\s+)?(?:{_PAIR}(?:\s*,\s*{_PAIR})*|[^\s\"',;)}}\\]+)"
+)
 # a scheme with its credential anywhere else ("... got Basic dXNlcjpzZWNyZXQ= ..."): the schemes
 # are named exactly and the credential must look like one, so that prose ("Token based") is kept
 _SCHEME_CREDENTIAL = re.compile(
