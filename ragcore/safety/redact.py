@@ -94,3 +94,27 @@ def _mask_fragments(text: str, secret: str) -> str:
             if part in text:
                 text = text.replace(part, MASK)
     return text
+
+
+# --------------------------------------------------------------------------- secret-looking lines
+
+# a name that ends in key, token, secret, password ... (SECRET_KEY, OPENAI_API_KEY, DB_PASSWORD, api_key;
+# not AUTH_USER_MODEL or PASSWORD_HASHERS), set to one literal word (not a call: password = CharField(…))
+_SECRET_NAME = r"[A-Za-z0-9_.\-]*(?:key|token|secret|password|passwd|pwd|pass|credentials?)"
+_SECRET_LINE = [
+    re.compile(rf"(?i)^\s*(?:export\s+)?[\"']?{_SECRET_NAME}[\"']?\s*[:=]\s*[\"']?[^\s\"'()\[\]{{}},]{{6,}}[\"']?\s*[,;]?\s*$"),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|\bgh[pousr]_[A-Za-z0-9]{30,}|\bxox[baprs]-[A-Za-z0-9\-]{10,}"
+               r"|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{30,}|\bglpat-[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # a JWT
+    re.compile(r"^[^:\s]+:[!*]?\$[0-9a-z]{1,3}\$[^:\s]+:"),  # a crypt(3) hash, as in /etc/shadow
+    re.compile(r"^[^:\s]+:[^:\s]*:\d*:\d*:\d*:\d*:\d*:\d*:"),  # any /etc/shadow entry (password fields)
+    re.compile(r"(?i)\bauthorization\s*:\s*\S+\s+\S{8,}"),
+]
+
+
+def looks_like_secret(line: str) -> bool:
+    """Whether a line of a file looks like it holds a credential: an API key or token of a
+    known shape, ``PASSWORD=…``/``api_key: …``, a private key, a JWT, a password hash. A
+    pattern check, for keeping such lines out of what is shown (not a secret scanner)."""
+    return any(rx.search(line) for rx in _SECRET_LINE)
