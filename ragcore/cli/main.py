@@ -245,7 +245,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
     if args.json:
         from ragcore.types import to_jsonable
 
-        print(dump_json([{**to_jsonable(i), "abstain_bar": to_jsonable(bars[i.name])} for i in infos]))
+        print(dump_json([{**to_jsonable(i), "state": collection_state(i), "abstain_bar": to_jsonable(bars[i.name])}
+                         for i in infos]))
         return 0
     if not infos:
         where = redact_url(s.qdrant_url) or s.store_path
@@ -256,7 +257,22 @@ def cmd_collections(args: argparse.Namespace) -> int:
         print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
               f"{term_safe(i.built_at or '-')}")
         print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
+        if collection_state(i) != "ready":
+            print(f"{'':<20} {STATE_NOTES[collection_state(i)]}")
     return 0
+
+
+STATE_NOTES = {
+    "empty": "empty: the last ingest found no supported files (nothing to answer from)",
+    "incomplete": "incomplete: an ingest did not finish; run it again (other collections are unaffected)",
+}
+
+
+def collection_state(info) -> str:
+    """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version)."""
+    if info.corpus_version is None:
+        return "incomplete"
+    return "empty" if info.chunks == 0 else "ready"
 
 
 # ------------------------------------------------------------------ main

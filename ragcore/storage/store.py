@@ -606,6 +606,8 @@ class Store:
         with self.session(write=False) as client:
             mat = np.empty((client.count(name, exact=True).count, DIMENSION), np.float32)
             for batch in self._scroll_batches(name, with_payload=True, with_vectors=True):
+                if not batch:  # an empty collection scrolls one empty page: [] cannot fill a (0, 384) slice
+                    continue
                 if len(chunks) + len(batch) > len(mat):  # points written since the count (not inside a write)
                     mat = np.concatenate([mat, np.empty((len(chunks) + len(batch) - len(mat), DIMENSION), np.float32)])
                 mat[len(chunks) : len(chunks) + len(batch)] = [p.vector[DENSE] for p in batch]
