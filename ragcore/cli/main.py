@@ -325,6 +325,10 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.add_argument("--json", action="store_true")
     col.set_defaults(func=cmd_collections)
 
+    from ragcore.eval.bars_cli import add_bars_parser
+
+    add_bars_parser(sub)
+
     if not full:
         for name, text in LAZY_COMMANDS.items():
             sub.add_parser(name, help=text, add_help=False)
