@@ -5,7 +5,6 @@ bar asks first and can be undone. Streamlit's AppTest over the app's real engine
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,27 +12,17 @@ import pytest
 from ragcore.eval.calibration import stored_bars
 from tests.app_support import ROOT, app_env, ok, shared_runtime, started  # noqa: F401
 from tests.conftest import write_corpus
+from tests.integration.test_hostile_calibration import ANSWERABLE, CORPUS
+from tests.integration.test_hostile_calibration import _dataset as calibration_dataset
 
 pytestmark = pytest.mark.slow
 
 NAME = "hostile-garden"
 GUIDE_SET = str(ROOT / "bench" / "data" / "guide-qa")
-CORPUS = {
-    "garden.md": "# Watering tomatoes\n\nWater tomato plants deeply twice a week, more often in hot weather.\n\n"
-                 "# Pruning roses\n\nPrune roses in late winter, just before the buds break.\n\n"
-                 "# Bread\n\nKnead bread dough for about ten minutes until it is smooth and elastic.\n",
-}
-ANSWERABLE = ["How often should I water tomato plants?", "When do I prune roses?", "How long do I knead bread dough?"]
-UNANSWERABLE = ["Who won the 1998 World Cup?", "What is the capital of Australia?", "How do I change a car tyre?"]
 
 
 def _dataset(root: Path, answerable: list[str]) -> str:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "questions.jsonl").write_text("".join(
-        json.dumps({"id": f"a{i}", "question": q, "relevant": ["garden.md"]}) + "\n" for i, q in enumerate(answerable)))
-    (root / "unanswerable.jsonl").write_text("".join(
-        json.dumps({"id": f"u{i}", "question": q, "answerable": False}) + "\n" for i, q in enumerate(UNANSWERABLE)))
-    return str(root)
+    return str(calibration_dataset(root, answerable=answerable))
 
 
 @pytest.fixture
