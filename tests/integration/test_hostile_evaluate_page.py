@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragcore.eval.calibration import stored_bars
-from tests.app_support import ROOT, app_env, ok, shared_runtime, started  # noqa: F401
+from tests.support.app_support import ROOT, app_env, ok, shared_runtime, started  # noqa: F401
 from tests.conftest import write_corpus
 from tests.integration.test_hostile_calibration import ANSWERABLE, CORPUS
 from tests.integration.test_hostile_calibration import _dataset as calibration_dataset

@@ -13,7 +13,7 @@ import pytest
 
 from ragcore.settings.config import LlmSettings
 from tests.conftest import write_corpus
-from tests.openai_server import Text
+from tests.support.openai_server import Text
 from tests.unit.synthesis.test_llm_hostile import RawServer, _keep_alive_only
 
 POLICY = "Refunds are issued within 14 days of purchase for unused items."

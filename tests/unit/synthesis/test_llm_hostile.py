@@ -17,7 +17,7 @@ import pytest
 from ragcore.settings.config import LlmSettings
 from ragcore.synthesis.llm.errors import GenerationError
 from ragcore.synthesis.llm.generator import OpenAIGenerator, reply_cap
-from tests.openai_server import ScriptedOpenAIServer, Text
+from tests.support.openai_server import ScriptedOpenAIServer, Text
 
 MESSAGES = [{"role": "user", "content": "Where are sessions stored?"}]
 KEY = "sk-proj-Zq81LmN0pQ7rStUvWx42yZaB"
