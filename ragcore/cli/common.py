@@ -78,7 +78,7 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None =
         except ConfigError as exc:
             problems.append(str(exc))
     merged = {**env_set, **values}
-    name_problem = collection_name_problem(merged.get("collection"), "--collection" if "collection" in values
+    name_problem = _name_problem(merged.get("collection"), "--collection" if "collection" in values
                                            else labels.get("collection", "collection"))
     if name_problem:
         problems.append(name_problem)
@@ -94,24 +94,11 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None =
     return RagcoreSettings.from_env(env, llm=llm, **values)
 
 
-# a collection is a folder of the data folder (and of its snapshots): a name must be a safe
-# file name, and short enough for one (255 bytes, less the snapshot's suffixes)
-MAX_COLLECTION_NAME = 100
+def _name_problem(name: Any, label: str) -> str | None:
+    """The store's rule for collection names (storage/names.py), checked before anything opens."""
+    from ragcore.storage.names import collection_name_problem
 
-
-def collection_name_problem(name: Any, label: str = "collection") -> str | None:
-    """Why ``name`` cannot name a collection (None when it can): letters, digits, - and _
-    (no path such as ``../x``), at most MAX_COLLECTION_NAME characters."""
-    if name is None:
-        return None
-    text = str(name)
-    allowed = (f"a collection name is 1 to {MAX_COLLECTION_NAME} letters, digits, - and _ "
-               "(not a path, and not starting with ragcore__)")
-    if len(text) > MAX_COLLECTION_NAME or len(text.encode("utf-8")) > 2 * MAX_COLLECTION_NAME:
-        return f"{label}={term_safe(text[:40])}… ({len(text)} characters) is not allowed: {allowed}"
-    if not text.replace("-", "").replace("_", "").isalnum() or text.startswith("ragcore__"):
-        return f"{label}={term_safe(text)} is not allowed: {allowed}"
-    return None
+    return None if name is None else collection_name_problem(str(name), term_safe(label))
 
 
 def attach_negative_values(argv: list[str]) -> list[str]:

@@ -38,6 +38,7 @@ from ragcore.storage.store import PointRef, Store, chunk_context, embed_text, po
 from ragcore.storage.sections import heading_of
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from ragcore.ingest import space
+from ragcore.storage.schema import check_collection_name
 from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from ragcore.ingest.discover import SourceFile, _name_problem, _printable, discover  # noqa: F401  (discover: the engine's import)
 from ragcore.ingest.read.loaders import LineLimitError, LoadError, load_bytes, read_bytes
@@ -332,6 +333,7 @@ def ingest(
     file as it is read (``done`` counts files whose chunks are all written, in order), each
     written batch of a long file ("path: N chunks written") and each file as it completes."""
     t0 = time.perf_counter()
+    check_collection_name(collection)  # before any path is built from it
     state: dict[str, list[PointRef]] = defaultdict(list)
     for ref in store.point_refs(collection):
         state[ref.path].append(ref)

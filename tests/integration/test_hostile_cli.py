@@ -125,3 +125,14 @@ def test_unknown_names_and_bad_values_together(capsys, monkeypatch) -> None:
     code, _, err = run(capsys, "ask", "q?")
     assert code == 2 and "RAGCORE_TOPK is not a ragcore setting" in err and "RAGCORE_LLM_TEMPERATURE=5" in err
     assert err.count("RAGCORE_TOPK") == 1
+
+
+def test_the_python_api_refuses_a_long_name_with_a_message(make_engine, tmp_path: Path) -> None:
+    from ragcore.storage.schema import StoreError
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.md").write_text("# A\n\nText about sessions.\n")
+    engine = make_engine()
+    with pytest.raises(StoreError, match=r"\(300 characters\) is not allowed"):
+        engine.ingest([tmp_path / "c"], "a" * 300, calibrate=False)
+    assert engine.collections() == []
