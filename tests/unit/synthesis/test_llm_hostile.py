@@ -168,3 +168,9 @@ def test_the_synthesizer_treats_a_textless_deadline_as_a_failure_to_answer() -> 
     assert _failure(GenerationError("deadline", "late"), "").kind == "timeout"
     assert _failure(GenerationError("deadline", "late", partial="Half"), "Half").kind == "deadline"
     assert _failure(GenerationError("too_long", "long"), "  ").kind == "empty"
+
+
+def test_a_whole_reply_is_cut_to_the_cap_too(openai_server: ScriptedOpenAIServer) -> None:
+    openai_server.script([Text(["y" * 50_000])])
+    text = make(openai_server.base_url, max_output_tokens=64).complete(MESSAGES)
+    assert text == "y" * reply_cap(64)
