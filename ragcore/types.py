@@ -39,6 +39,8 @@ class SourceLine:
     section: tuple[str, ...] = ()
     anchor: str | None = None
     page: int | None = None
+    page_label: str | None = None  # PDF: the page's printed label (/PageLabels), when it differs from ``page``
+    ocr_confidence: float | None = None  # PDF: set when OCR read the line; its words' mean confidence, 0..100
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,13 @@ class LoadedDocument:
     title: str | None = None
 
 
-def format_locator(path: str, start: int, end: int, page: int | None = None, anchor: str | None = None) -> str:
-    """Where a passage stands, human form: ``docs/x.md:12-20``, ``x.pdf p.3:1-9``, ``a.html:4-9#intro``."""
-    loc = f"{path} p.{page}:{start}-{end}" if page is not None else f"{path}:{start}-{end}"
+def format_locator(
+    path: str, start: int, end: int, page: int | None = None, anchor: str | None = None, page_label: str | None = None,
+) -> str:
+    """Where a passage stands, human form: ``docs/x.md:12-20``, ``x.pdf p.3:1-9``, ``a.html:4-9#intro``;
+    a PDF page with a printed label other than its number: ``x.pdf p.3 (901):1-9``."""
+    shown = f"{page} ({page_label})" if page_label and page_label != str(page) else f"{page}"
+    loc = f"{path} p.{shown}:{start}-{end}" if page is not None else f"{path}:{start}-{end}"
     return f"{loc}#{anchor}" if anchor else loc
 
 
@@ -70,15 +76,47 @@ class Chunk:
     page: int | None = None
     ordinal: int = 0  # position within its document
     title: str | None = None
+    page_label: str | None = None  # PDF: the printed page label (/PageLabels) when it differs from ``page``
+    ocr_confidence: float | None = None  # PDF: the text was read by OCR; the lowest of its lines' confidence, 0..100
 
     @property
     def section_label(self) -> str:
         return " › ".join(self.section)
 
+    def to_payload(self, **extra: Any) -> dict[str, Any]:
+        """The chunk's keys of its Qdrant point payload (and of its LlamaIndex node's metadata), then
+        ``extra`` (the writer adds ``doc_chunks``, ``fp``, ``context``). The only Chunk -> payload
+        conversion: the key order is the one every stored collection has."""
+        return {
+            "chunk_id": self.chunk_id, "path": self.path, "doc_hash": self.doc_hash, "kind": self.kind,
+            "start_line": self.start_line, "end_line": self.end_line, "section": list(self.section),
+            "anchor": self.anchor, "page": self.page, "ordinal": self.ordinal, "title": self.title,
+            # PDF-only keys, present only when set: every other payload stays as it always was
+            **{k: v for k, v in (("page_label", self.page_label), ("ocr_confidence", self.ocr_confidence)) if v is not None},
+            **extra,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any], text: str | None = None) -> "Chunk":
+        """The chunk a stored payload (or a ragcore node's metadata) stands for; the text is ``text``,
+        else the payload's ``text``, else the one LlamaIndex keeps inside ``_node_content``."""
+        if text is None:
+            text = payload.get("text")
+        if text is None:
+            text = json.loads(payload.get("_node_content") or "{}").get("text", "")
+        return cls(
+            chunk_id=str(payload["chunk_id"]), text=text, path=str(payload["path"]),
+            doc_hash=str(payload.get("doc_hash", "")), kind=payload.get("kind", "text"),
+            start_line=int(payload["start_line"]), end_line=int(payload["end_line"]),
+            section=tuple(payload.get("section") or ()), anchor=payload.get("anchor"), page=payload.get("page"),
+            ordinal=int(payload.get("ordinal") or 0), title=payload.get("title"),
+            page_label=payload.get("page_label"), ocr_confidence=payload.get("ocr_confidence"),
+        )
+
     @property
     def locator(self) -> str:
         """Human form: ``docs/x.md:12-20`` plus page or anchor where known."""
-        return format_locator(self.path, self.start_line, self.end_line, self.page, self.anchor)
+        return format_locator(self.path, self.start_line, self.end_line, self.page, self.anchor, self.page_label)
 
 
 @dataclass(frozen=True)
@@ -87,6 +125,7 @@ class FileOutcome:
     status: Literal["added", "updated", "unchanged", "removed", "failed"]
     chunks: int = 0
     reason: str | None = None
+    ocr_pages: int = 0  # PDF pages whose text was read by OCR (scans)
 
 
 @dataclass(frozen=True)
@@ -106,6 +145,11 @@ class IngestReport:
     @property
     def failed(self) -> tuple[FileOutcome, ...]:
         return tuple(o for o in self.outcomes if o.status == "failed")
+
+    @property
+    def ocr_pages(self) -> int:
+        """Pages of the files read in this ingest whose text came from OCR."""
+        return sum(o.ocr_pages for o in self.outcomes)
 
     def summary(self) -> dict[str, int]:
         return {s: self.count(s) for s in ("added", "updated", "unchanged", "removed", "failed")}
@@ -184,6 +228,9 @@ class RetrievalResult:
     latency_ms: Mapping[str, float] = field(default_factory=dict)
     # pseudo-relevance feedback: (term, query weight) added to the BM25 query (retrieval/expansion.py)
     expansion_terms: tuple[tuple[str, float], ...] = ()
+    # the query's dense vector (a numpy array), so later stages (the topic match) need not embed the
+    # question again; not part of the JSON form
+    query_vector: Any = field(default=None, repr=False, compare=False, metadata={"json": False})
 
     @property
     def kept(self) -> tuple[Candidate, ...]:
@@ -222,6 +269,7 @@ class Citation:
     score_kind: ScoreKind
     support: float  # 0..1, how well the citing sentences are supported by this evidence
     origin: Origin = "corpus"
+    page_label: str | None = None  # PDF: the printed page label beside the physical ``page``
 
 
 @dataclass(frozen=True)
@@ -301,7 +349,7 @@ class Event:
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, tuples, paths and enums to plain JSON types (recursively)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
         if isinstance(obj, Validation):
             out["unsupported"] = list(obj.unsupported)
             out["uncited"] = list(obj.uncited)

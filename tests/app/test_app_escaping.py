@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from tests.app_support import app_env, ask, ok, shared_runtime, started  # noqa: F401
+from tests.conftest import REPO
+from tests.support.app_support import app_env, ask, ok, shared_runtime, started  # noqa: F401
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 
 EVIL = """# Zebra protocol
 

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from ui.library_admin import slug
-from tests.app_support import app_env, captions, markdown_text, ok, started, wait_for_job  # noqa: F401
+from tests.support.app_support import app_env, captions, markdown_text, ok, started, wait_for_job  # noqa: F401
 
 pytestmark = pytest.mark.slow
 LIB = "pages/library.py"
@@ -140,7 +140,7 @@ def test_pdf_opens_on_the_cited_page(app_env, tmp_path):
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
-    from tests.app_support import shared_runtime
+    from tests.support.app_support import shared_runtime
 
     folder = tmp_path / "pdfs"
     folder.mkdir()

@@ -10,7 +10,7 @@ import time
 import pytest
 import streamlit as st
 
-from tests.app_support import QUESTION, app_env, ask, captions, html_table, markdown_text, ok, started  # noqa: F401
+from tests.support.app_support import QUESTION, app_env, ask, captions, html_table, markdown_text, ok, started  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
