@@ -61,12 +61,15 @@ def test_document_markup_shows_literally_in_answers_viewer_and_exports(evil_coll
     texts = _all_markdown(at)
     # the answer quotes the document: every markup character arrives escaped
     answer = next(t for t in texts if "zebra protocol" in t and "](#cite-" in t)
-    assert "\\<script\\>alert\\(1\\)\\<\\/script\\>" in answer
+    # (which of the two tags the composer quotes depends on its ranking; whichever it is arrives escaped)
+    assert "\\<script\\>alert\\(1\\)\\<\\/script\\>" in answer or "\\<img src\\=x onerror\\=alert\\(2\\)\\>" in answer
     for t in texts:  # no raw tags, no live markdown link to javascript:, no live :red[] directive
         assert not re.search(r"(?<!\\)<(script|img)", t), t
         assert "](javascript" not in t and "(javascript:" not in t.replace("\\(javascript\\:", ""), t
     cells = json.loads((Path(at.session_state["rc_base"].data_dir) / "notebooks" / "xss.json").read_text())["cells"]
-    assert "<script>alert(1)</script>" in cells[0]["runs"][-1]["answer"]["answer"]  # the data itself is untouched
+    raw = cells[0]["runs"][-1]["answer"]["answer"]
+    # the data keeps the document's words (ragcore.safety wraps a media tag in an inline code span, text kept)
+    assert "<script>" in raw or "<img src=x onerror=alert(2)>" in raw
 
     # the evidence table (st.html, for its per-cell hover): the chunk text html.escape'd, in the cell and its title
     at.session_state[f"ev_{cells[0]['id']}_1"] = True
