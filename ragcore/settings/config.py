@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from ragcore.safety.redact import redact_url
+from ragcore.settings.models import spec_problem
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "weighted"]
@@ -95,6 +96,22 @@ class RagcoreSettings:
     max_chunk_chars: int = _setting(4000, "int", ge=1)  # hard cap on one chunk's text, whatever the file's shape
     max_file_chunks: int = _setting(5000, "int", ge=1)  # a file that needs more is reported as too large
 
+    # models (settings/models.py; docs/19-choosing-models.md): the embedding model of new collections
+    # (a collection keeps the one it was built with), its endpoint, and the optional reranker
+    embed_model: str = _setting("minilm", "str")  # minilm | openai:<model> | onnx:<folder> | fastembed:<name>
+    embed_base_url: str | None = _setting(None, "url", optional=True)  # else OPENAI_BASE_URL
+    embed_api_key: str | None = _setting(None, "str", optional=True, secret=True)  # else OPENAI_API_KEY
+    embed_query_prefix: str | None = _setting(None, "str", optional=True)  # else the model folder's own
+    embed_document_prefix: str | None = _setting(None, "str", optional=True)
+    embed_timeout_s: float = _setting(60.0, "float", gt=0.0)
+    embed_concurrency: int = _setting(4, "int", ge=1, le=64)  # requests in flight
+    embed_request_size: int = _setting(64, "int", ge=1, le=2048)  # texts per request
+    rerank: str | None = _setting(None, "str", optional=True)  # endpoint:<model> | onnx:<folder> | llm (off)
+    rerank_base_url: str | None = _setting(None, "url", optional=True)  # else the embedding endpoint's
+    rerank_api_key: str | None = _setting(None, "str", optional=True, secret=True)
+    rerank_candidates: int = _setting(30, "int", ge=1, le=500)  # best of the fused pool that are rescored
+    rerank_timeout_s: float = _setting(10.0, "float", gt=0.0)  # then: the fused order, with a note
+
     # retrieval
     retrieval_mode: RetrievalMode = _choice("hybrid", RetrievalMode)
     top_k: int = _setting(6, "int", ge=1)
@@ -155,7 +172,8 @@ class RagcoreSettings:
         _check_fields(self)
         if not isinstance(self.llm, LlmSettings):
             raise ConfigError(f"llm={type(self.llm).__name__} is not allowed: llm must be an LlmSettings")
-        problem = chunk_problem(self.chunk_size, self.chunk_overlap, {})
+        problem = chunk_problem(self.chunk_size, self.chunk_overlap, {}) or \
+            spec_problem("embed_model", self.embed_model) or spec_problem("rerank", self.rerank)
         if problem:
             raise ConfigError(problem)
 
@@ -192,9 +210,9 @@ class RagcoreSettings:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "qdrant_api_key":
+            if f.name in ("qdrant_api_key", "embed_api_key", "rerank_api_key"):
                 v = "set" if v else None
-            elif f.name == "qdrant_url":
+            elif f.name in ("qdrant_url", "embed_base_url", "rerank_base_url"):
                 v = redact_url(v)
             elif f.name == "llm":
                 v = v.public_dict()
@@ -226,6 +244,9 @@ class RagcoreSettings:
             problems.append(str(exc))
         if problems:  # every bad variable at once, not one per attempt
             raise ConfigError("; ".join(problems))
+        for name, var in (("embed_api_key", "OPENAI_API_KEY"), ("embed_base_url", "OPENAI_BASE_URL")):
+            if name not in values and env.get(var):  # the embedding endpoint falls back to OpenAI's variables
+                values[name] = check_value(name, _rules(cls)[name], env[var], var)
         _no_unknown(cls, overrides)
         for name, value in overrides.items():
             values[name] = check_value(name, _rules(cls)[name], value)
