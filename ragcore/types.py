@@ -151,6 +151,7 @@ class Candidate:
     doc_title_cosine: float | None = None  # cosine(question, its document's title)
     doc_centroid_cosine: float | None = None  # cosine(question, its document's mean chunk vector)
     named_by: tuple[str, ...] = ()  # what names its document: "question:DJANGO_SETTINGS_MODULE", "evidence:git-clone"
+    rerank_score: float | None = None  # the reranker's relevance score (retrieval/rerank.py); None: not reranked
 
     def score_for(self, kind: ScoreKind) -> float | None:
         return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)
@@ -184,6 +185,7 @@ class RetrievalResult:
     latency_ms: Mapping[str, float] = field(default_factory=dict)
     # pseudo-relevance feedback: (term, query weight) added to the BM25 query (retrieval/expansion.py)
     expansion_terms: tuple[tuple[str, float], ...] = ()
+    notes: tuple[str, ...] = ()  # what went differently, e.g. a reranker that failed (the fused order was kept)
 
     @property
     def kept(self) -> tuple[Candidate, ...]:

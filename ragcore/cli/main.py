@@ -202,6 +202,9 @@ def render_answer(answer, *, include_text: bool = True) -> str:
             out.append(f"{label}: {len(items)} — " + "; ".join(term_safe(i[:80]) for i in items))
     for action in v.guardrail_actions:
         out.append(f"guardrail: {action}")
+    for note in v.notes:
+        if not note.startswith("llm_error"):  # the error message above says it already
+            out.append(f"note: {note}")
     m = answer.metadata
     bar = m.get("abstain_bar") or {}
     if answer.status != "abstained" and m.get("support") and bar:

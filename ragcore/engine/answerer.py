@@ -100,12 +100,12 @@ class Answerer:
                                  f"first: ragcore ingest PATH --collection {req.collection}")
         standalone = self.r.condense(req.question, req.history, s)
         evidence = list(selection_evidence(req.selection)) if req.selection and req.context != "corpus" else []
-        candidates, latency = (), {}
+        candidates, latency, notes = (), {}, ()
         if req.context != "selection":
             result = self.r.search.search(req.collection, standalone, s)
-            candidates, latency = result.candidates, dict(result.latency_ms)
+            candidates, latency, notes = result.candidates, dict(result.latency_ms), result.notes
             evidence.extend(evidence_from_candidates(candidates, result.rank_score_kind, start=len(evidence) + 1))
-        return Retrieved(standalone, tuple(evidence), candidates, info, latency)
+        return Retrieved(standalone, tuple(evidence), candidates, info, latency, notes)
 
     # ------------------------------------------------------------------ assess
 
@@ -162,7 +162,7 @@ class Answerer:
         text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
         checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
-        notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []
+        notes = [*retrieved.notes, *([f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else [])]
         v = checked.validation
         if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):
             composed = assessment.composed or self._composer(s).compose(retrieved.standalone, retrieved.evidence)

@@ -26,6 +26,7 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.followup import resolve_offline
 from ragcore.ingest.writer import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
+from ragcore.retrieval.rerank import Rerankers
 from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
 from ragcore.storage.store import Store
 from ragcore.abstain.topics import TopicIndex, TopicMatch
@@ -51,6 +52,7 @@ class Engine:
         self.encoder = encoder or OnnxMiniLM(batch_size=settings.embed_batch_size)
         self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached)
         self.retriever = HybridSearch(self.store, self.encoder)
+        self.retriever.rerankers = Rerankers(lambda s: self._generator(s).complete)  # RAGCORE_RERANK=llm
         self._generator_factory = generator_factory
         self._scorer = SupportScorer(encoder=self.encoder.encode)
         self._generators: dict[Any, Any] = {}
@@ -204,9 +206,11 @@ class Engine:
         return self.topic_index(collection or s.collection).best(q, s.path_filter)
 
     @staticmethod
-    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool) -> RetrievalResult:
+    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
+              rerank_threshold: float = 0.0) -> RetrievalResult:
         """Move top-K / threshold / dedupe over an existing pool without querying again."""
-        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe))
+        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
+                                                     rerank_threshold=rerank_threshold))
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;

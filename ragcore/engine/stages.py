@@ -64,6 +64,7 @@ class Retrieved:
     candidates: tuple[Candidate, ...]
     info: CollectionInfo | None
     latency_ms: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # retrieval's own (a reranker that failed; the collection's embedding model)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ same rules over LlamaIndex nodes.
 
 The threshold always applies to the cosine similarity between question and chunk, whatever
 the retrieval mode: it is the one score on a fixed, readable scale (fused RRF scores such as
-0.016 are not).
+0.016 are not). When a reranker ran (retrieval/rerank.py), ``rerank_threshold`` also cuts the
+chunks whose rerank score is below it (reason "threshold" too).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ class CutItem:
 
     cosine: float | None
     section_key: Hashable
+    rerank: float | None = None  # the reranker's score, when a reranker ran (retrieval/rerank.py)
 
 
 def item_of_candidate(c: Candidate) -> CutItem:
-    return CutItem(c.dense_score, (c.chunk.path, c.chunk.section, c.chunk.page))
+    return CutItem(c.dense_score, (c.chunk.path, c.chunk.section, c.chunk.page), c.rerank_score)
 
 
 class CutRule(Protocol):
@@ -42,6 +44,13 @@ def keep_above(items: Sequence[CutItem], threshold: float) -> list[bool]:
     if threshold <= 0:
         return [True] * len(items)
     return [it.cosine is None or it.cosine >= threshold for it in items]
+
+
+def keep_reranked_above(items: Sequence[CutItem], threshold: float) -> list[bool]:
+    """Rerank score at or above ``threshold`` (≤ 0: off; not reranked: kept, it cannot be judged)."""
+    if threshold <= 0:
+        return [True] * len(items)
+    return [it.rerank is None or it.rerank >= threshold for it in items]
 
 
 def keep_first_of_section(items: Sequence[CutItem]) -> list[bool]:
@@ -66,23 +75,25 @@ class Rule:
     keep: Callable[[Sequence[CutItem]], list[bool]]
 
 
-def rule_chain(*, top_k: int, threshold: float, dedupe: bool) -> list[CutRule]:
+def rule_chain(*, top_k: int, threshold: float, dedupe: bool, rerank_threshold: float = 0.0) -> list[CutRule]:
     """The cuts' rules in the order they apply."""
     return [
         Rule("threshold", partial(keep_above, threshold=threshold)),
+        *([Rule("threshold", partial(keep_reranked_above, threshold=rerank_threshold))] if rerank_threshold > 0 else []),
         *([Rule("dedupe", keep_first_of_section)] if dedupe else []),
         Rule("top_k", partial(keep_top, top_k=top_k)),
     ]
 
 
-def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool) -> tuple[Candidate, ...]:
+def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool,
+               rerank_threshold: float = 0.0) -> tuple[Candidate, ...]:
     """Every candidate in rank order, marked kept or cut with the reason: the same rules the
     post-processors apply to nodes. Pure: same pool, new settings, new cuts."""
     ordered = sorted(candidates, key=lambda c: c.rank)
     remaining = list(range(len(ordered)))
     items = [item_of_candidate(c) for c in ordered]
     reasons: dict[int, DropReason] = {}
-    for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe):
+    for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe, rerank_threshold=rerank_threshold):
         flags = cut.keep([items[i] for i in remaining])
         reasons.update({i: cut.reason for i, k in zip(remaining, flags) if not k})
         remaining = [i for i, k in zip(remaining, flags) if k]

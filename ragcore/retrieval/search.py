@@ -28,6 +28,7 @@ from ragcore.retrieval.expansion import expanded_query, expansion_terms
 from ragcore.retrieval.fields import FieldIndex
 from ragcore.retrieval.fusion import PoolEntry, feedback, rank_pool, rank_score_kind
 from ragcore.retrieval.pools import local_pool, server_pool
+from ragcore.retrieval.rerank import Rerankers, rerank_result
 
 
 class HybridSearch:
@@ -41,6 +42,7 @@ class HybridSearch:
         self._fields: dict[str, tuple[SearchIndex, FieldIndex]] = {}
         self._lock = threading.Lock()
         self._doc_signals = DocSignalSource(store, encoder)
+        self.rerankers = Rerankers()  # the Engine gives it the chat model (RAGCORE_RERANK=llm)
 
     # ------------------------------------------------------------------ in-process index (embedded store)
 
@@ -117,10 +119,14 @@ class HybridSearch:
         )
 
     def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
-        """The ranked pool for ``query``, cut per ``settings`` (threshold, dedupe, top-K)."""
+        """The ranked pool for ``query``, reranked when a reranker is set, cut per ``settings``
+        (threshold, dedupe, top-K)."""
         result = self.pool(collection, query, settings)
+        result = rerank_result(result, self.rerankers.get(settings), top_n=settings.rerank_candidates,
+                               timeout_s=settings.rerank_timeout_s)
         t = time.perf_counter()
-        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe)
+        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
+                         rerank_threshold=settings.rerank_threshold)
         latency = dict(result.latency_ms)
         latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
         return replace(result, candidates=cut, latency_ms=latency)

@@ -111,6 +111,7 @@ class RagcoreSettings:
     rerank_api_key: str | None = _setting(None, "str", optional=True, secret=True)
     rerank_candidates: int = _setting(30, "int", ge=1, le=500)  # best of the fused pool that are rescored
     rerank_timeout_s: float = _setting(10.0, "float", gt=0.0)  # then: the fused order, with a note
+    rerank_threshold: float = _setting(0.0, "float", ge=0.0, le=1.0)  # cut reranked chunks scoring below (0: off)
 
     # retrieval
     retrieval_mode: RetrievalMode = _choice("hybrid", RetrievalMode)
