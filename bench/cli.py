@@ -541,9 +541,26 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bw.add_argument("--runs", type=int, default=3)
     bw.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     bw.set_defaults(func=_cmd_writes)
+    bd = bsub.add_parser("dims", help="recall of the approximate dense search (64-d projection) at embedding widths 384-3,072")
+    bd.add_argument("--dims", default="384,768,1024,1536,3072")
+    bd.add_argument("--size", type=int, default=200_000, help="synthetic vectors per width")
+    bd.add_argument("--questions", type=int, default=200)
+    bd.add_argument("--components", default="64,128", help="projection widths measured (64 is shipped)")
+    bd.add_argument("--real", type=Path, help="a real MiniLM dense.npy to fit the spectrum on")
+    bd.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bd.set_defaults(func=_cmd_dims)
     from bench.scale import add_scale_parser  # here: its engines are imported only when it runs
 
     add_scale_parser(bsub)  # `bench scale` (engines at 10k-1M chunks)
+
+
+def _cmd_dims(args: argparse.Namespace) -> int:
+    from bench.dims import bench_dims, summary
+
+    out = bench_dims([int(d) for d in args.dims.split(",")], args.size, args.questions, (1000, 2000, 4000, 8000),
+                     [int(c) for c in args.components.split(",")], args.results, args.real)
+    print(summary(out))
+    return 0
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
