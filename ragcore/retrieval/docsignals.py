@@ -123,7 +123,7 @@ class DocSignalSource:
         Without a snapshot, from the shared heading store."""
         snap = self.store.snapshot(collection)
         if snap is None:
-            return ensure_heading_vectors(self.store, self.encoder, texts)
+            return ensure_heading_vectors(self.store, self.encoder, texts, save=False)
         have = {t: snap.headings[t] for t in texts if t in snap.headings}
         missing = [t for t in texts if t not in have]
         if missing:
