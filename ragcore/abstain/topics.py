@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable
     """Vectors for ``headings`` from the heading store (``storage/headings.py``): stored ones are
     read, the rest embedded once (uncached: thousands of headings would flush the query cache) and,
     with ``save`` (ingest), stored."""
-    return store.headings.ensure(headings, encoder.encode_uncached, save=save)
+    return store.headings.for_model(encoder.record()).ensure(headings, encoder.encode_uncached, save=save)
 
 
 class TopicIndex:
@@ -58,7 +58,7 @@ class TopicIndex:
 
     def __init__(self, matches: Sequence[TopicMatch], vectors: np.ndarray) -> None:
         self.rows = tuple(matches)
-        self.vectors = vectors.reshape(len(self.rows), DIMENSION)
+        self.vectors = vectors.reshape(len(self.rows), vectors.shape[-1])  # the collection's model's width
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -106,9 +106,10 @@ class TopicIndexes:
     """Each collection's topic index, kept while its source is unchanged: from its query snapshot
     (swapped when a new one is published), else rebuilt from Qdrant when the corpus version changes."""
 
-    def __init__(self, store: Store, encoder: OnnxMiniLM) -> None:
+    def __init__(self, store: Store, encoder: OnnxMiniLM, encoder_for: Callable[[str], Any] | None = None) -> None:
         self.store = store
         self.encoder = encoder
+        self.encoder_for = encoder_for or (lambda _name: encoder)  # headings are embedded with the collection's model
         self._cache: dict[str, tuple[str, TopicIndex]] = {}
         self._lock = threading.Lock()
 
@@ -119,8 +120,9 @@ class TopicIndexes:
         with self._lock:
             hit = self._cache.get(collection)
             if hit is None or hit[0] != key:
-                idx = TopicIndex.from_snapshot(snap, self.store, self.encoder) if snap is not None else \
-                    TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder)
+                enc = self.encoder_for(collection)
+                idx = TopicIndex.from_snapshot(snap, self.store, enc) if snap is not None else \
+                    TopicIndex.build(self.store.section_refs(collection), self.store, enc)
                 hit = (key, idx)
                 self._cache[collection] = hit
             return hit[1]

@@ -47,6 +47,8 @@ def _copy_old_store(engine, *, quiet: bool = False) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from ragcore.encoders.base import EmbedError
+
     s = settings_from_args(args)
     engine = _engine(s)
     _copy_old_store(engine, quiet=args.quiet)
@@ -60,8 +62,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     try:
         report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress,
-                               calibrate=not args.no_calibrate)
-    except FileNotFoundError as exc:
+                               calibrate=not args.no_calibrate, rebuild=args.rebuild)
+    except (FileNotFoundError, EmbedError) as exc:
         print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
     finally:
@@ -79,7 +81,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"— {report.chunks_written} chunks written, {chunks} chunks in the collection's current files, "
         f"{report.seconds:.1f} s"
     )
-    print(f"corpus version {report.corpus_version}, built {report.built_at}")
+    print(f"corpus version {report.corpus_version}, built {report.built_at}, embedding model "
+          f"{term_safe(engine.embedder(report.collection).record().label)}")
     print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
     for o in report.failed:
         print(f"  skipped {term_safe(o.path)}: {term_safe(o.reason)}")
@@ -252,8 +255,16 @@ def cmd_collections(args: argparse.Namespace) -> int:
     for i in infos:
         print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
               f"{term_safe(i.built_at or '-')}")
+        print(f"{'':<20} embedding model {term_safe(_model_label(engine, i.name))}")
         print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
     return 0
+
+
+def _model_label(engine, name: str) -> str:
+    """The collection's embedding model as recorded (no request to an endpoint: ``ragcore collections`` stays offline)."""
+    from ragcore.encoders.registry import MINILM_RECORD, record_of
+
+    return (record_of(engine.store.read_meta(name)) or MINILM_RECORD).label
 
 
 # ------------------------------------------------------------------ main
@@ -279,6 +290,10 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     ing.add_argument("--chunk-size", dest="chunk_size", help="words per chunk (an integer ≥ 1)")
     ing.add_argument("--chunk-overlap", dest="chunk_overlap", help="words shared by neighbouring chunks (0 ≤ N < chunk size)")
     ing.add_argument("--no-prune", action="store_true", help="keep documents that are not in PATHS any more")
+    ing.add_argument("--embed-model", dest="embed_model", help="embedding model of a new collection: minilm (default), "
+                     "openai:<model>, onnx:<folder> or fastembed:<name> (docs/19-choosing-models.md)")
+    ing.add_argument("--rebuild", action="store_true", help="drop the collection first and build it again (e.g. with "
+                     "another --embed-model)")
     ing.add_argument("--no-calibrate", action="store_true",
                      help="do not set the abstain bar from the corpus itself (label-free calibration, a few seconds)")
     ing.add_argument("--json", action="store_true", help="print the ingest report as JSON")

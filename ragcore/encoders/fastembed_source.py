@@ -26,6 +26,7 @@ class FastEmbedEncoder(CachingEncoder):
     def __init__(self, name: str, *, query_prefix: str = "", document_prefix: str = "", cache_size: int = 50_000) -> None:
         super().__init__(cache_size)
         self.name, self.query_prefix, self.document_prefix = name, query_prefix, document_prefix
+        self.spec = f"fastembed:{name}"
         self._model: Any = None
         self._dim: int | None = None
         self._lock = threading.Lock()

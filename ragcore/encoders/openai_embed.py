@@ -45,6 +45,7 @@ class OpenAIEmbedder(CachingEncoder):
             raise EmbedError(f"openai:{model} needs an endpoint: set RAGCORE_EMBED_BASE_URL (or OPENAI_BASE_URL), "
                              "e.g. http://127.0.0.1:8080/v1 for a local server or https://api.openai.com/v1")
         self.model = model
+        self.spec = f"openai:{model}"
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/embeddings"
         self.query_prefix = query_prefix

@@ -95,3 +95,28 @@ class EncoderPool:
             for enc in self._by_key.values():
                 getattr(enc, "close", lambda: None)()
             self._by_key.clear()
+
+
+class ModelMismatch(EmbedError):
+    """Ingesting into a collection built with another embedding model: the vectors would not compare."""
+
+
+MINILM_RECORD = ModelRecord(source="minilm", name="all-MiniLM-L6-v2-int8-onnx", spec="minilm", dimension=384, pooling="mean")
+
+
+def ingest_encoder(pool: EncoderPool, collection: str, meta: Mapping[str, Any], settings: "RagcoreSettings") -> CachingEncoder:
+    """The encoder an ingest into ``collection`` uses: ``settings.embed_model`` for a new collection;
+    for an existing one its own model, and ModelMismatch (naming both and how to rebuild) when the
+    settings name another."""
+    wanted = pool.for_spec(settings.embed_model, settings)
+    if not meta.get("corpus_version"):  # new (or never finished an ingest): it takes the model asked for
+        return wanted
+    have = record_of(meta) or MINILM_RECORD
+    asked = wanted.record()
+    if have.same_model(asked):
+        return pool.for_record(have, settings)
+    raise ModelMismatch(
+        f"the collection {collection!r} was built with {have.label}; this ingest asks for {asked.label} "
+        f"(RAGCORE_EMBED_MODEL or --embed-model). Vectors of two models do not compare: ingest with "
+        f"--embed-model {have.spec} to update it, or rebuild it with the new model: ragcore ingest PATH "
+        f"--collection {collection} --embed-model {asked.spec} --rebuild (or into a new collection name)")

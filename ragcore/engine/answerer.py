@@ -19,6 +19,7 @@ from ragcore.abstain.answerability import Support, question_support
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.encoders.base import EmbedError
 from ragcore.engine.events import EventFactory
 from ragcore.engine.generation import Generators
 from ragcore.safety.guardrails import is_hedged, route_question
@@ -207,5 +208,7 @@ def _ms(t: float) -> float:
 def _friendly(exc: Exception) -> str:
     if isinstance(exc, (StoreError, StageError)):
         return str(exc)
+    if isinstance(exc, EmbedError):  # the collection's embedding model could not embed the question
+        return f"The question could not be embedded: {exc}"
     return (f"Something went wrong while answering ({type(exc).__name__}: {exc}). The question was not answered; "
             "try again, or check the collection with `ragcore collections`.")

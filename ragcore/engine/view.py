@@ -27,7 +27,8 @@ class CollectionView:
     store: Store
     search: HybridSearch
     topics: TopicIndexes
-    encoder: OnnxMiniLM
+    encoder: OnnxMiniLM  # the bundled MiniLM: its vocabulary says which words are common
+    embedder: Any = None  # the collection's own embedding model (questions and headings); None: ``encoder``
 
     def info(self) -> CollectionInfo:
         return self.store.info(self.name)
@@ -42,7 +43,7 @@ class CollectionView:
     def closest_topic(self, question: str, q_vec: Any, path_filter: str | None) -> TopicMatch | None:
         """The heading closest to the question; ``q_vec``: its vector from retrieval (None: embed it)."""
         if q_vec is None:
-            q_vec = self.encoder.encode([question])[0]
+            q_vec = (self.embedder or self.encoder).encode_queries([question])[0]
         return self.topic_index().best(q_vec, path_filter)
 
     def unseen_words(self, question: str) -> tuple[str, ...]:

@@ -32,7 +32,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ragcore.settings.config import RagcoreSettings
-from ragcore.encoders.minilm import DIMENSION, MODEL_NAME, OnnxMiniLM
+from ragcore.encoders.base import ModelRecord
+from ragcore.encoders.minilm import MODEL_NAME, OnnxMiniLM
 from ragcore.encoders.sparse import SPARSE_VERSION
 from ragcore.storage.store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ragcore.storage.sections import heading_of
@@ -106,6 +107,7 @@ class _Writer:
         batch: int = WRITE_BATCH, ahead: int = PIPELINE_AHEAD, on_written: Callable[[int, str], None] | None = None,
     ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
+        self.dimension = encoder.record().dimension  # the model's width (an endpoint's: from its first answer)
         self.fingerprint, self.existing, self.batch = fingerprint, existing, batch
         self.on_written = on_written  # (files done, current) -> None, called in the caller's thread
         self.buf: list[Chunk] = []
@@ -258,7 +260,7 @@ class _Writer:
         if known:
             with self.store_lock:
                 stored = self.store.stored_vectors(self.collection, known)
-        vecs = np.zeros((len(chunks), DIMENSION), dtype=np.float32)
+        vecs = np.zeros((len(chunks), self.dimension), dtype=np.float32)
         todo = []
         for k, (c, pid) in enumerate(zip(chunks, ids)):
             hit = stored.get(pid)
@@ -278,10 +280,11 @@ class _Stopped(Exception):
 # --------------------------------------------------------------------------- ingest
 
 
-def index_fingerprint(settings: RagcoreSettings) -> str:
+def index_fingerprint(settings: RagcoreSettings, model: str = MODEL_NAME) -> str:
     """What a stored chunk depends on besides its file: chunker, BM25 and model versions and
-    the chunk settings. A point written under another fingerprint is re-derived."""
-    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
+    the chunk settings. A point written under another fingerprint is re-derived. ``model``: the
+    bundled MiniLM's name (so its collections stay current), else the model's spec and prefixes."""
+    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{model}|{settings.chunk_size}|{settings.chunk_overlap}"
     # the default cap changes no normal document's chunks (7,159 checked): only another cap
     # is part of the key, so collections built before the cap existed stay current
     if settings.max_chunk_chars != DEFAULT_MAX_CHUNK_CHARS:
@@ -330,11 +333,13 @@ def ingest(
     file as it is read (``done`` counts files whose chunks are all written, in order), each
     written batch of a long file ("path: N chunks written") and each file as it completes."""
     t0 = time.perf_counter()
-    store.ensure_collection(collection)
+    record = encoder.record()
+    store.ensure_collection(collection, record.dimension)
     state: dict[str, list[PointRef]] = defaultdict(list)
     for ref in store.point_refs(collection):
         state[ref.path].append(ref)
-    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings))
+    model_key = MODEL_NAME if record.source == "minilm" else f"{record.spec}|{record.query_prefix}|{record.document_prefix}"
+    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings, model_key))
     existing = {r.id for refs in state.values() for r in refs}
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
@@ -356,7 +361,7 @@ def ingest(
     _prune(run, store, collection, prune)
     if progress:
         progress(total, total, "")
-    return _finish(run, store, collection, root, settings, writer, t0)
+    return _finish(run, store, collection, root, settings, writer, t0, encoder.record())
 
 
 def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple[list[Chunk], list[str]]:
@@ -430,7 +435,8 @@ def _prune(run: _Run, store: Store, collection: str, prune: bool) -> None:
 
 
 def _finish(
-    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: _Writer, t0: float
+    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: _Writer, t0: float,
+    record: ModelRecord,
 ) -> IngestReport:
     version = corpus_version(run.hashes)
     built_at = utc_now()
@@ -444,6 +450,7 @@ def _finish(
             "root": root,
             "documents": len(run.hashes),
             "settings": {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap},
+            "embedding": record.as_meta(), "embedding_model": record.name,  # questions embed with this model
         },
     )
     return IngestReport(

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -104,6 +105,7 @@ class ScriptedEmbeddingServer:
     def __post_init__(self) -> None:
         self._script: list[Reply] = []
         self._lock = threading.Lock()
+        self.in_flight = self.max_in_flight = 0  # requests being answered at once (a client's concurrency)
         self._server: ThreadingHTTPServer | None = None
 
     def script(self, *replies: Reply) -> "ScriptedEmbeddingServer":
@@ -139,6 +141,7 @@ class ScriptedEmbeddingServer:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server.close_all()
             self._server = None
 
     def __enter__(self) -> "ScriptedEmbeddingServer":
@@ -149,6 +152,28 @@ class ScriptedEmbeddingServer:
 
 
 class _QuietServer(ThreadingHTTPServer):
+    """Keeps its open connections, so that stopping it closes them too (a server that dies does:
+    a client's kept-alive connection must not go on being answered)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open_sockets: set[Any] = set()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.open_sockets.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.open_sockets.discard(request)
+        super().shutdown_request(request)
+
+    def close_all(self) -> None:
+        for sock in list(self.open_sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def handle_error(self, request: Any, client_address: Any) -> None:  # a dropped connection is scripted
         pass
 
@@ -175,6 +200,16 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
         st.requests.append(Seen(self.path, body, self.headers.get("Authorization")))
         reply = st._next()
+        with st._lock:
+            st.in_flight += 1
+            st.max_in_flight = max(st.max_in_flight, st.in_flight)
+        try:
+            self._answer(st, body, reply)
+        finally:
+            with st._lock:
+                st.in_flight -= 1
+
+    def _answer(self, st: ScriptedEmbeddingServer, body: Any, reply: Reply | None) -> None:
         if isinstance(reply, Hang):
             time.sleep(reply.seconds)
             reply = None
