@@ -511,6 +511,10 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bi.add_argument("--limit", type=int, default=80, help="files to sample (0 = all)")
     bi.add_argument("--runs", type=int, default=2, help="alternating pairs of runs (ragcore, quick-start)")
     bi.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bi.add_argument("--endpoint", help="an OpenAI-compatible embeddings endpoint (up to /v1): ragcore ingest through it "
+                    "against the endpoint alone on the same texts (bench/endpoint.py)")
+    bi.add_argument("--model", default="embed", help="with --endpoint: the model name sent")
+    bi.add_argument("--server", default="", help="with --endpoint: what serves it, for the results")
     bi.set_defaults(func=_cmd_ingest)
     bq = bsub.add_parser("query", help="query latency per mode at a corpus size")
     bq.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
@@ -564,6 +568,14 @@ def _cmd_dims(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    if args.endpoint:
+        from bench.endpoint import bench_endpoint, summary
+        from ragcore.cli.common import settings_from_args
+
+        s = settings_from_args(args).with_(embed_base_url=args.endpoint)
+        print(summary(bench_endpoint(args.corpus, args.limit or None, args.results, s, args.model,
+                                     runs=max(1, args.runs), server=args.server)))
+        return 0
     out = bench_ingest(args.corpus, args.limit or None, args.results, runs=max(1, args.runs))
     print((args.results / "ingest.md").read_text())
     return 0 if out else 1

@@ -93,7 +93,9 @@ def bench_dims(dims: list[int], n: int, queries: int, ms: tuple[int, ...], compo
                results: Path, real: Path | None = None) -> dict[str, Any]:
     top64 = real_top64(real) if real else MINILM_TOP64
     beta = fit_beta(top64)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    payload = {"bench": "dims", "n": n, "queries": queries, "beta": round(beta, 4), "minilm_top64": round(top64, 3),
+               "oversample": list(ms), "shipped_components": COMPONENTS, "rows": rows}
     for dim in dims:
         for stretched in (False, True) if dim != 384 else (False,):  # at 384 both spectra are one
             rng = np.random.default_rng(SEED + dim)
@@ -106,13 +108,15 @@ def bench_dims(dims: list[int], n: int, queries: int, ms: tuple[int, ...], compo
                              "top_share": round(float(spectrum(dim, beta, stretched)[:c].sum()), 3), "recall": r,
                              "seconds": round(time.perf_counter() - t0, 1)})
                 print(json.dumps(rows[-1]), flush=True)
+                _save(results, payload)  # after each row: a long run stopped early keeps what it measured
             del dense, q, fitted
-    payload = {"bench": "dims", "n": n, "queries": queries, "beta": round(beta, 4), "minilm_top64": round(top64, 3),
-               "oversample": list(ms), "shipped_components": COMPONENTS, "rows": rows}
+    return payload
+
+
+def _save(results: Path, payload: dict[str, Any]) -> None:
     results.mkdir(parents=True, exist_ok=True)
     (results / "dims.json").write_text(json.dumps(payload, indent=1))
     (results / "dims.md").write_text(summary(payload))
-    return payload
 
 
 def summary(p: dict[str, Any]) -> str:

@@ -72,6 +72,7 @@ class ProbeResult:
     signals_from: Literal["pool", "large pool"] | None = None
     expansion_terms: tuple[tuple[str, float], ...] = ()  # what the analyst's retrieval added to the BM25 query
     expansion_matched: tuple[str, ...] = ()  # those of them the chunk contains
+    rerank_score: float | None = None  # the reranker's score (RAGCORE_RERANK), when it rescored the chunk
 
 
 def _norm(s: str) -> str:
@@ -161,6 +162,7 @@ def signals(target: Chunk, cand: Candidate | None, big: Candidate | None,
         named_by=src.named_by if src else (),
         signals_from=("pool" if cand else "large pool") if src else None,
         expansion_terms=expansion, expansion_matched=tuple(t for t, _ in expansion if t in words),
+        rerank_score=src.rerank_score if src else None,
     )
 
 
@@ -230,6 +232,7 @@ SIGNAL_HELP = {
     "document score": "Its document's score: best chunk + decay × second + decay² × third",
     "document named by": "What names the chunk's document: the question, or one of the best passages (named pages)",
     "expansion terms in the chunk": "Which of the terms pseudo-relevance feedback added to the BM25 query the chunk contains",
+    "rerank score": "The reranker's relevance score (RAGCORE_RERANK); the pool's best were re-ordered by it",
 }
 
 
@@ -244,6 +247,8 @@ def signal_cells(pr: ProbeResult) -> dict[str, str]:
         out["document rank"] = f"{pr.doc_rank}{where}"
         out["document score"] = fmt_score(pr.doc_score, 4)
         out["document named by"] = ", ".join(pr.named_by) or "–"
+    if pr.rerank_score is not None:
+        out["rerank score"] = f"{pr.rerank_score:.3f}{where}"
     if pr.expansion_terms:
         out["expansion terms in the chunk"] = (", ".join(pr.expansion_matched) or "none") + f" (of {len(pr.expansion_terms)})"
     return out

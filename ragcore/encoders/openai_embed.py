@@ -58,6 +58,11 @@ class OpenAIEmbedder(CachingEncoder):
         self._client: Any = None
         self._client_lock = threading.Lock()
 
+    @property
+    def ingest_batch(self) -> int:
+        """Chunks an ingest hands over at a time: one request's worth for each request in flight."""
+        return self.batch * self.concurrency
+
     def __repr__(self) -> str:  # never the key
         return f"OpenAIEmbedder(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 

@@ -105,18 +105,20 @@ MINILM_RECORD = ModelRecord(source="minilm", name="all-MiniLM-L6-v2-int8-onnx", 
 
 
 def ingest_encoder(pool: EncoderPool, collection: str, meta: Mapping[str, Any], settings: "RagcoreSettings") -> CachingEncoder:
-    """The encoder an ingest into ``collection`` uses: ``settings.embed_model`` for a new collection;
-    for an existing one its own model, and ModelMismatch (naming both and how to rebuild) when the
-    settings name another."""
-    wanted = pool.for_spec(settings.embed_model, settings)
+    """The encoder an ingest into ``collection`` uses: ``settings.embed_model`` (not set: MiniLM) for a
+    new collection; for an existing one its own model, and ModelMismatch (naming both and how to
+    rebuild) when ``settings.embed_model`` names another."""
+    wanted = pool.for_spec(settings.embed_model or "minilm", settings)
     if not meta.get("corpus_version"):  # new (or never finished an ingest): it takes the model asked for
         return wanted
     have = record_of(meta) or MINILM_RECORD
+    if not settings.embed_model:  # no model asked for: the collection keeps its own
+        return pool.for_record(have, settings)
     asked = wanted.record()
     if have.same_model(asked):
         return pool.for_record(have, settings)
     raise ModelMismatch(
         f"the collection {collection!r} was built with {have.label}; this ingest asks for {asked.label} "
-        f"(RAGCORE_EMBED_MODEL or --embed-model). Vectors of two models do not compare: ingest with "
-        f"--embed-model {have.spec} to update it, or rebuild it with the new model: ragcore ingest PATH "
+        f"(RAGCORE_EMBED_MODEL or --embed-model). Vectors of two models do not compare: ingest without "
+        f"--embed-model (or with --embed-model {have.spec}) to update it, or rebuild it with the new model: ragcore ingest PATH "
         f"--collection {collection} --embed-model {asked.spec} --rebuild (or into a new collection name)")

@@ -343,7 +343,9 @@ def ingest(
     existing = {r.id for refs in state.values() for r in refs}
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
-    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH, ahead=PIPELINE_AHEAD,
+    # an endpoint gets a batch big enough for all its requests in flight at once (openai_embed.py)
+    batch = getattr(encoder, "ingest_batch", WRITE_BATCH)
+    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=batch, ahead=PIPELINE_AHEAD,
                      on_written=on_written)
     try:
         for src in sources:

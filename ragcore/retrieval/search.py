@@ -40,6 +40,8 @@ def model_note(encoder: Any, settings: RagcoreSettings) -> str | None:
     """What to say when the collection's own model is not the one ``RAGCORE_EMBED_MODEL`` names
     (that setting chooses the model of new collections; a collection is always asked with its own)."""
     own = getattr(encoder, "spec", "minilm") or "minilm"
+    if not settings.embed_model:
+        return None
     try:
         same = str(parse_embed(own)) == str(parse_embed(settings.embed_model))
     except ValueError:

@@ -98,7 +98,9 @@ class RagcoreSettings:
 
     # models (settings/models.py; docs/19-choosing-models.md): the embedding model of new collections
     # (a collection keeps the one it was built with), its endpoint, and the optional reranker
-    embed_model: str = _setting("minilm", "str")  # minilm | openai:<model> | onnx:<folder> | fastembed:<name>
+    # minilm | openai:<model> | onnx:<folder> | fastembed:<name>; not set: minilm for a new collection, and an
+    # existing one is updated with its own model (set: another model than the collection's is refused)
+    embed_model: str | None = _setting(None, "str", optional=True)
     embed_base_url: str | None = _setting(None, "url", optional=True)  # else OPENAI_BASE_URL
     embed_api_key: str | None = _setting(None, "str", optional=True, secret=True)  # else OPENAI_API_KEY
     embed_query_prefix: str | None = _setting(None, "str", optional=True)  # else the model folder's own

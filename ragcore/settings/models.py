@@ -52,7 +52,7 @@ def _parse(value: str, sources: tuple[str, ...], *, bare: tuple[str, ...], forms
 def spec_problem(field: str, value: str | None) -> str | None:
     """Why a model setting's value is wrong (None: it is fine or not set)."""
     if not value:
-        return None if field == "rerank" else f"{field} is empty: use {EMBED_FORMS}"
+        return None  # not set: the bundled MiniLM for new collections (embed_model), no reranker (rerank)
     try:
         (parse_rerank if field == "rerank" else parse_embed)(value)
     except ValueError as exc:

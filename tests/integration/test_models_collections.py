@@ -120,9 +120,11 @@ def test_cli_ingest_with_embed_model_and_collections_names_it(tmp_path, server, 
     assert main(["collections"]) == 0
     out = capsys.readouterr().out
     assert "embedding model openai:scripted-embed (96-d)" in out and "sk-cli-secret" not in out
-    assert main(["ingest", str(corpus), "-c", "web", "--no-calibrate"]) == 2  # default minilm: refused
+    assert main(["ingest", str(corpus), "-c", "web", "--no-calibrate", "--embed-model", "minilm"]) == 2  # refused
     err = capsys.readouterr().err
     assert "built with openai:scripted-embed (96-d)" in err and "sk-cli-secret" not in err
+    assert main(["ingest", str(corpus), "-c", "web", "--no-calibrate"]) == 0  # no model asked: it keeps its own
+    assert "embedding model openai:scripted-embed (96-d)" in capsys.readouterr().out
     monkeypatch.setenv("RAGCORE_ABSTAIN_BAR", "0")  # not calibrated (--no-calibrate): answer what is found
     assert main(["ask", QUESTION, "-c", "web", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)

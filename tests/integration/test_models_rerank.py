@@ -134,3 +134,17 @@ def test_llamaindex_postprocessor_reorders_nodes_and_degrades(rr_server) -> None
     rr_server.script(Fail(503))
     again = pp.postprocess_nodes([NodeWithScore(node=TextNode(text="x"), score=1.0)], QueryBundle("q"))
     assert len(again) == 1 and "fused order was kept" in again[0].node.metadata["rerank_note"] and pp.last_note
+
+
+def test_the_chunk_table_and_the_probe_show_the_rerank_score(engine, rr_server) -> None:
+    from ui.labtable import lab_columns, lab_rows
+    from ui.probe import probe, signal_cells
+
+    s = settings(engine, rr_server)
+    result = engine.retrieve(QUESTION, s)
+    assert "rerank" in [c.key for c in lab_columns(result, fusion="rrf", fields_on=False, docs_on=False)]
+    assert lab_rows(result)[0]["rerank"] == max(c.rerank_score for c in result.candidates if c.rerank_score is not None)
+    plain = engine.retrieve(QUESTION, s.with_(rerank=None))
+    assert "rerank" not in [c.key for c in lab_columns(plain, fusion="rrf", fields_on=False, docs_on=False)]
+    pr = probe(engine, QUESTION, s, collection="shop", path="refunds.md")
+    assert pr.rerank_score is not None and "rerank score" in signal_cells(pr)
