@@ -5,7 +5,6 @@ answer in the fused order with a note."""
 
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import pytest
@@ -86,11 +85,10 @@ def test_a_failing_rerank_reply_degrades(engine, rr_server, reply) -> None:
 
 
 def test_a_slow_reranker_is_abandoned_at_its_timeout(engine, rr_server) -> None:
-    rr_server.script(Hang(3.0))
-    t0 = time.perf_counter()
+    rr_server.script(Hang(3.0))  # it would answer, with scores, after 3 s: the note proves the deadline came first
     result = engine.retrieve(QUESTION, settings(engine, rr_server, rerank_timeout_s=0.5))
-    assert time.perf_counter() - t0 < 2.5
-    assert "within 0.5 s" in result.notes[0] and result.kept
+    assert "no scores within 0.5 s" in result.notes[0] and result.kept
+    assert all(c.rerank_score is None for c in result.candidates)
 
 
 def test_no_endpoint_configured_is_a_note_not_a_failure(engine) -> None:
