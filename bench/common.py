@@ -1,5 +1,5 @@
 """What every `ragcore bench` command shares: where results go, the machine they ran on, the
-sample of files and the questions they time (bench.py and bench_scale.py both use them)."""
+sample of files and the questions they time (cli.py and scale.py both use them)."""
 
 from __future__ import annotations
 

@@ -45,14 +45,6 @@ class TopicMatch:
     page: int | None = None
 
 
-def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str], *,
-                           save: bool = True) -> dict[str, np.ndarray]:
-    """Vectors for ``headings`` from the heading store (``storage/headings.py``): stored ones are
-    read, the rest embedded once (uncached: thousands of headings would flush the query cache) and,
-    with ``save`` (ingest), stored."""
-    return store.headings.for_model(encoder.record()).ensure(headings, encoder.encode_uncached, save=save)
-
-
 class TopicIndex:
     """One row per (heading, document): the first place each heading occurs in each file."""
 
@@ -66,7 +58,10 @@ class TopicIndex:
     @classmethod
     def build(cls, refs: Iterable[SectionRef], store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
         first = first_places(refs)
-        return cls._of(first, ensure_heading_vectors(store, encoder, (h for h, _ in first), save=False))
+        # from the heading store; one never stored is embedded (uncached: thousands would flush the
+        # query cache) and kept in memory only
+        headings = store.headings.for_model(encoder.record())  # the collection's model's heading vectors
+        return cls._of(first, headings.ensure((h for h, _ in first), encoder.encode_uncached, save=False))
 
     @classmethod
     def from_snapshot(cls, snap: SnapshotData, store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
@@ -76,7 +71,8 @@ class TopicIndex:
         first = from_rows(saved) if saved is not None else first_places(section_ref(c) for c in snap.chunks)
         vecs = dict(snap.headings)
         if any(h not in vecs for h, _ in first):
-            vecs.update(ensure_heading_vectors(store, encoder, {h for h, _ in first if h not in vecs}, save=False))
+            lacking = {h for h, _ in first if h not in vecs}
+            vecs.update(store.headings.for_model(encoder.record()).ensure(lacking, encoder.encode_uncached, save=False))
         return cls._of(first, vecs)
 
     @classmethod

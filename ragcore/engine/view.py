@@ -46,15 +46,19 @@ class CollectionView:
             q_vec = (self.embedder or self.encoder).encode_queries([question])[0]
         return self.topic_index().best(q_vec, path_filter)
 
+    def has_any_term(self, terms: Sequence[str]) -> bool:
+        """Whether any chunk of the collection contains any of these BM25 terms (a binary search of
+        the term columns each; a server is asked rather than the collection loaded)."""
+        if self.store.is_embedded:
+            return self.search.index(self.name).has_any_term(terms)
+        from ragcore.retrieval.pools import server_has_terms
+
+        return server_has_terms(self.store.client, self.name, terms)
+
     def unseen_words(self, question: str) -> tuple[str, ...]:
         """The question's rare words that no chunk of the collection contains (answerability.py)."""
-        if self.store.is_embedded:
-            has_term = self.search.index(self.name).has_any_term
-        else:  # a server searches: ask it rather than load the collection
-            from ragcore.retrieval.pools import server_has_terms
-
-            def has_term(terms: Sequence[str]) -> bool:
-                return server_has_terms(self.store.client, self.name, terms)
+        # the index is looked up once, not per word form (a word's forms are ~25 lookups)
+        has_term = self.search.index(self.name).has_any_term if self.store.is_embedded else self.has_any_term
         return unseen_words(question, has_term=has_term, is_common=self.encoder.in_vocabulary)
 
     def abstain_bar(self, settings: RagcoreSettings) -> AbstainBarInfo:

@@ -34,7 +34,7 @@ from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.backend import CopyProgress, backend_for
 from ragcore.storage.connection import Connection
 from ragcore.storage.headings import HeadingStore
-from ragcore.storage.locking import LOCK_POLL_S, LOCK_WAIT_S, folder_locked, wait_for_folder_lock  # noqa: F401 (compat)
+from ragcore.storage.locking import folder_locked  # noqa: F401 (re-exported: tests and tools check the lock by it)
 from ragcore.storage.publisher import Publisher
 from ragcore.storage.reads import PointReader
 from ragcore.storage.schema import (  # noqa: F401 (re-exported: the names callers have always imported from here)
@@ -48,9 +48,6 @@ from ragcore.types import Chunk, CollectionInfo
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
-
-chunk_from_payload = Chunk.from_payload  # the old name (bench/scale.py): the one conversion lives on Chunk
-
 
 class Store:
     """The Qdrant collections of one data folder, and their query snapshots (snapshot.py).
