@@ -56,6 +56,7 @@ SWEEPABLE = (
     "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",  # retrieval signals
     "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence",  # document signals
     "answer_docs",
+    "collection",  # another collection of the same corpus (e.g. built with another embedding model), question by question
 )
 INGEST_KEYS = ("chunk_size", "chunk_overlap")
 
@@ -114,7 +115,10 @@ def parse_sweep(text: str) -> Sweep:
     if key not in SWEEPABLE:
         _field_type(key)  # an unknown key gets the "unknown setting" message
         raise SweepError(f"{key} cannot be swept; sweepable: {', '.join(SWEEPABLE)}")
-    values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
+    if key == "collection":  # names, as given
+        values: tuple[Any, ...] = tuple(dict.fromkeys(v.strip() for v in vals.split(",") if v.strip()))
+    else:
+        values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
     if not values:
         raise SweepError(f"--sweep {text!r}: no values")
     return Sweep(key, values)
@@ -206,7 +210,8 @@ class RunPlan:
 
     def chunk_collections(self, base_collection: str) -> tuple[ChunkCollection, ...]:
         return tuple(sorted({ChunkCollection(p.collection, p.settings.chunk_size, p.settings.chunk_overlap)
-                             for p in self.runs if p.collection != base_collection}))
+                             for p in self.runs if p.collection != base_collection
+                             and not p.label.startswith("collection=")}))  # another collection: built already
 
     def distinct_runs(self) -> int:
         return len({p.key() for p in self.runs})
@@ -358,6 +363,9 @@ def plan_runs(
 
 def _plan_value(key: str, value: Any, base: BaseCollection, collection: str) -> tuple[PlannedRun, str | None]:
     """One sweep value as a run (and a note when a setting had to give way)."""
+    if key == "collection":  # the same questions on another collection, with its own embedding model
+        note = f"collection={value}: judged at the base collection's abstain bar ({base.settings.abstain_bar:.3f})"
+        return PlannedRun(f"collection={value}", base.settings.with_(collection=value), value), note
     changes: dict[str, Any] = {key: value}
     note = None
     if key == "abstain_bar":  # a swept bar is the bar: not the collection's calibrated one

@@ -129,3 +129,26 @@ def test_cli_ingest_with_embed_model_and_collections_names_it(tmp_path, server, 
     assert main(["ask", QUESTION, "-c", "web", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["citations"] and "sk-cli-secret" not in json.dumps(answer)
+
+
+def test_eval_compares_two_collections_of_one_folder_question_by_question(tmp_path, server, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RAGCORE_EMBED_BASE_URL", server.base_url)
+    monkeypatch.setenv("RAGCORE_EMBED_API_KEY", "sk-eval-secret-123456")
+    corpus = write_corpus(tmp_path / "c", CORPUS)
+    assert main(["ingest", str(corpus), "-c", "mini", "--no-calibrate"]) == 0
+    assert main(["ingest", str(corpus), "-c", "web", "--embed-model", "openai:scripted-embed", "--no-calibrate"]) == 0
+    qs = tmp_path / "questions.jsonl"
+    qs.write_text("\n".join(json.dumps({"question": q, "relevant_docs": [doc]}) for q, doc in (
+        (QUESTION, "refunds.md"), ("How fast do orders ship?", "shipping.md"),
+        ("What does the warranty cover?", "warranty.md"))) + "\n")
+    out = tmp_path / "eval.json"
+    capsys.readouterr()
+    assert main(["eval", str(qs), "-c", "mini", "--sweep", "collection=web", "--baselines", "", "--out", str(out),
+                 "--no-charts", "--no-save", "-q"]) == 0
+    report = json.loads(out.read_text())
+    text = json.dumps(report)
+    assert "collection=web" in text
+    assert "sk-eval-secret" not in text and "sk-eval-secret" not in capsys.readouterr().out
+    md = out.with_suffix(".md").read_text()
+    assert "collection=web" in md and "question by question" in md.lower()
