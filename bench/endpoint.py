@@ -80,7 +80,15 @@ def _run_direct(groups: Sequence[list[str]], settings: RagcoreSettings, model: s
 
 
 def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings: RagcoreSettings, model: str,
-                   runs: int = 2, server: str = "") -> dict[str, Any]:
+                   runs: int = 2, server: str = "", scripted_ms: float | None = None) -> dict[str, Any]:
+    """``scripted_ms``: against the scripted protocol server on 127.0.0.1, taking that many milliseconds
+    per text, one request at a time (ragcore's share measured without a real model server)."""
+    if scripted_ms is not None:
+        from tests.support.scripted_embeddings import ScriptedEmbeddingServer
+
+        with ScriptedEmbeddingServer(dim=384, seconds_per_text=scripted_ms / 1e3) as srv:
+            label = server or f"the scripted protocol server on 127.0.0.1 at {scripted_ms:g} ms per text, one request at a time"
+            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=srv.base_url), model, runs, label)
     from bench.cli import _stage
 
     if not settings.embed_base_url:

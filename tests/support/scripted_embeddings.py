@@ -100,12 +100,16 @@ def overlap_score(query: str, doc: str) -> float:
 class ScriptedEmbeddingServer:
     dim: int = 64
     model: str = "scripted-embed"
+    # seconds of "model time" per embedded text, one request at a time (a real server computes one batch
+    # at a time): what `ragcore bench ingest --endpoint scripted:MS` measures ragcore's overhead against
+    seconds_per_text: float = 0.0
     requests: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0  # requests being answered at once (a client's concurrency)
+        self.compute = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     def script(self, *replies: Reply) -> "ScriptedEmbeddingServer":
@@ -222,6 +226,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, reply.body, headers)
             return
         if self.path.rstrip("/") in ("/v1/embeddings", "/embeddings"):
+            if st.seconds_per_text:
+                with st.compute:
+                    time.sleep(st.seconds_per_text * len(body["input"] if isinstance(body["input"], list) else [1]))
             self._send(200, _embeddings(st, body, reply))
         elif self.path.rstrip("/") in ("/rerank", "/v1/rerank"):
             docs = [d if isinstance(d, str) else d.get("text", "") for d in body["documents"]]
