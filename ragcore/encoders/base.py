@@ -116,7 +116,10 @@ class CachingEncoder:
         return self._cached([p + t for t in texts] if p else texts)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed questions (with the query prefix); a model without one embeds them as documents."""
         p = self.query_prefix
+        if p == self.document_prefix:
+            return self.encode(texts)
         return self._cached([p + t for t in texts] if p else texts)
 
     def encode_uncached(self, texts: Sequence[str]) -> np.ndarray:
