@@ -152,3 +152,19 @@ def test_eval_compares_two_collections_of_one_folder_question_by_question(tmp_pa
     assert "sk-eval-secret" not in text and "sk-eval-secret" not in capsys.readouterr().out
     md = out.with_suffix(".md").read_text()
     assert "collection=web" in md and "question by question" in md.lower()
+
+
+def test_wide_vectors_get_a_wider_projection_that_round_trips(tmp_path) -> None:
+    from ragcore.storage.dense_codes import components_for, read_codes, write_codes
+
+    assert components_for(384) == components_for(1024) == 64 and components_for(3072) == 128
+    rng = np.random.default_rng(1)
+    dense = rng.standard_normal((500, 1536)).astype(np.float32)
+    dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+    write_codes(tmp_path, dense)
+    codes = read_codes(tmp_path, 500, 1536)
+    assert codes.codes.shape == (500, 128) and codes.basis.shape == (128, 1536)
+    best = codes.candidates(dense[7], 50)
+    assert 7 in best  # a row's own vector is among its projection's best
+    with pytest.raises(ValueError):
+        read_codes(tmp_path, 500, 384)  # codes of another width are refused
