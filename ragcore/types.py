@@ -222,6 +222,7 @@ class Citation:
     score_kind: ScoreKind
     support: float  # 0..1, how well the citing sentences are supported by this evidence
     origin: Origin = "corpus"
+    answers: float | None = None  # 0..1, how well the citing sentences answer the question (abstain/answer_fit.py)
 
 
 @dataclass(frozen=True)

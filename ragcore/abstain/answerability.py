@@ -27,8 +27,10 @@ and Git sets no answerable question has such a word; 4 of 40 and 12 of 31 unansw
 (all of which the score already declined); ``abstain_unseen_words`` turns the rule off.
 
 For a selection (selected-text mode) the score is the best sentence score of the extractive
-composer: there are no headings, and the user has already chosen the passage. In "both" mode
-either source may carry the answer, so the higher of the two counts.
+composer: there are no headings, and the user has already chosen the passage. When the composer
+judged the question against the selection (``selection_support.py``), that verdict decides
+instead of the bar: a selection is declined only when it is clearly about something else, and in
+"both" mode a selection the question is about carries the answer (else the corpus's score counts).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ragcore.encoders.sparse import tokenize
 from ragcore.textutil import content_terms
+from ragcore.abstain.selection_support import SelectionFit
 from ragcore.abstain.topics import TopicMatch
 from ragcore.types import Candidate
 
@@ -64,6 +67,7 @@ class Support:
     lexical: float | None = None  # share of the question's content words in the top chunk
     best_sentence: float | None = None  # the composer's best score among the selection's sentences
     unseen: tuple[str, ...] = ()  # rare question words no chunk of the corpus contains (abstains)
+    selection_fit: Mapping[str, Any] | None = None  # SelectionFit.as_dict() with its "reason" (decides)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -88,6 +92,8 @@ def describe(support: Mapping[str, Any], bar: float) -> str:
         parts.append(f"best selected sentence {support['best_sentence']:.2f}")
     detail = f" ({'; '.join(parts)})" if parts else ""
     line = f"support {support['score']:.2f} {rel} abstain bar {bar:.2f}{detail}"
+    if (support.get("selection_fit") or {}).get("reason"):
+        line += "; " + support["selection_fit"]["reason"]
     if support.get("unseen"):
         line += "; the corpus never mentions " + ", ".join(f"“{w}”" for w in support["unseen"])
     return line
@@ -154,15 +160,25 @@ def corpus_support(question: str, candidates: Sequence[Candidate], topic: TopicM
 
 def assess(
     mode: str, question: str, candidates: Sequence[Candidate], topic: TopicMatch | None, best_selection: float | None,
+    fit: SelectionFit | None = None,
 ) -> Support:
     """The support score for ``mode`` ("corpus", "selection" or "both").
 
-    ``best_selection`` is the composer's best score among the selection's sentences.
+    ``best_selection`` is the composer's best score among the selection's sentences; ``fit`` its
+    verdict on whether the question is about the selection (then it decides, not the bar).
     """
-    selection = Support(best_selection if best_selection is not None else 0.0, "selection", best_sentence=best_selection)
+    fit_d = {**fit.as_dict(), "reason": fit.reason} if fit is not None else None
+    selection = Support(best_selection if best_selection is not None else 0.0, "selection", best_sentence=best_selection,
+                        selection_fit=fit_d)
     if mode == "selection":
         return selection
     corpus = corpus_support(question, candidates, topic)
-    if mode == "both" and selection.score > corpus.score:
-        return Support(selection.score, "selection", corpus.evidence_cosine, corpus.topic, corpus.lexical, best_selection)
+    if mode == "both" and (fit.on_topic if fit is not None else selection.score > corpus.score):
+        return Support(selection.score, "selection", corpus.evidence_cosine, corpus.topic, corpus.lexical, best_selection,
+                       selection_fit=fit_d)
     return corpus
+
+
+def selection_decides(support: Support) -> bool:
+    """Whether the selection verdict, not the bar, decides (selection basis, verdict known)."""
+    return support.basis == "selection" and support.selection_fit is not None

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Generator, Iterator
 
+from ragcore.abstain.answer_fit import quoted_answers_reason, with_answers
 from ragcore.abstain.answerability import Support, assess
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
@@ -116,7 +117,8 @@ class Answerer:
         composer = ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
         composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
         topic = self.r.closest_topic(q, s, req.collection) if req.context != "selection" else None
-        support: Support = assess(req.context, q, retrieved.candidates, topic, composed.best_selection if composed else None)
+        support: Support = assess(req.context, q, retrieved.candidates, topic, composed.best_selection if composed else None,
+                                  composed.selection_fit if composed else None)
         if support.basis == "corpus" and s.abstain_unseen_words:
             support = replace(support, unseen=self.r.unseen_words(q, req.collection))
         bar, source = self.r.abstain_bar(s, req.collection) if req.context != "selection" else (s.abstain_bar, "settings")
@@ -124,6 +126,7 @@ class Answerer:
         if reason is None and not s.llm.configured:
             composed = composed or composer.compose(q, retrieved.evidence)
             reason = NOTHING_TO_QUOTE if composed.status == "abstained" else None
+            reason = reason or quoted_answers_reason(self.r.encoder, q, composed, support)
         return Assessment(support, bar, source, reason, composed)
 
     # ------------------------------------------------------------------ synthesize
@@ -172,8 +175,9 @@ class Answerer:
         actions.extend(x.describe() + "; sentences citing it are flagged" for x in suspicious_evidence(retrieved.evidence))
         validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
         status = answer_status(assessment, synthesis, validation)
-        citations = checked.citations if status != "abstained" else ()
-        return Checked(checked.text, citations, validation, status, failure_message(synthesis))
+        citations, fit = with_answers(self.r.encoder, retrieved.standalone, checked.citations if status != "abstained" else (),
+                                      validation.sentences)
+        return Checked(checked.text, citations, validation, status, failure_message(synthesis), fit)
 
 
 def _pump(synth: Synthesizer, job: SynthesisJob, ev: EventFactory,
