@@ -10,10 +10,12 @@ it is *clearly about something else*:
   an acronym such as ``JSON``, a quoted term) that the selection never mentions, and does not
   point at the selection ("this", "these lines", "the passage", …); or
 * none of the question's content words occurs in the selection (any form of the word: "set"
-  covers "setting"), and no sentence of it is close in meaning (cosine below ``OFF_TOPIC_COSINE``).
+  covers "setting"), no sentence of it is close in meaning (cosine below ``OFF_TOPIC_COSINE``),
+  and the question does not point at the selection.
 
-A question with no content words of its own ("What does this mean?", "Summarise this") is about
-the selection. The verdict says what the selection lacks, and the engine shows it when it abstains.
+A question that points at the selection ("How do I turn this on?": none of its words is in the
+passage, which says "enable") or has no content words of its own ("Summarise the passage") is
+about the selection, unless it names something the selection never mentions. The verdict says what the selection lacks, and the engine shows it when it abstains.
 """
 
 from __future__ import annotations
@@ -105,5 +107,5 @@ def selection_fit(question: str, selection_text: str, cosines: Iterable[float]) 
     missing = tuple(n for n in question_names(question) if not _mentions(low, sel_terms, n))
     if missing and not deictic:
         return SelectionFit(False, best, shared, missing, deictic)
-    off = bool(q_terms) and not shared and best < OFF_TOPIC_COSINE
+    off = bool(q_terms) and not shared and best < OFF_TOPIC_COSINE and not deictic
     return SelectionFit(not off, best, shared, (), deictic)

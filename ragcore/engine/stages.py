@@ -12,10 +12,9 @@ from ragcore.abstain.answerability import Support, selection_decides
 from ragcore.settings.config import RagcoreSettings
 from ragcore.safety.guardrails import Route
 from ragcore.ingest.chunking import chunk_id as make_chunk_id
-from ragcore.engine.selection import selection_pieces, selection_problem
+from ragcore.engine.selection import selection_kind, selection_meta, selection_pieces, selection_problem, source_line
 from ragcore.synthesis.base import Synthesis
 from ragcore.synthesis.extractive.composer import ExtractiveResult
-from ragcore.textutil import line_of_offset
 from ragcore.types import (
     Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, Status, Validation,
 )
@@ -40,6 +39,7 @@ class SelectionInput:
     source: str | None = None  # e.g. the file the passage was selected from
     start_line: int = 1  # line of the source where the selection starts
     page: int | None = None  # PDF page the passage is on
+    line_numbers: tuple[int, ...] = ()  # source line of each text line when they are not consecutive (HTML)
 
 
 @dataclass(frozen=True)
@@ -108,12 +108,12 @@ def selection_evidence(sel: SelectionInput) -> list[Evidence]:
     """The selection as evidence, one sentence each, so citations point at exact lines."""
     path = sel.source or "(selection)"
     out: list[Evidence] = []
-    for i, (a, b) in enumerate(selection_pieces(sel.text), 1):  # sentences; a definition entry whole
-        start = sel.start_line + line_of_offset(sel.text, a)
-        end = sel.start_line + line_of_offset(sel.text, max(b - 1, a))
+    kind = selection_kind(sel.source)
+    for i, (a, b) in enumerate(selection_pieces(sel.text, kind), 1):  # sentences; code, a definition entry whole
+        start, end = source_line(sel, a), source_line(sel, max(b - 1, a))
         raw = sel.text[a:b]
         chunk = Chunk(
-            chunk_id=make_chunk_id(path, start, end, raw), text=raw, path=path, doc_hash="selection", kind="text",
+            chunk_id=make_chunk_id(path, start, end, raw), text=raw, path=path, doc_hash="selection", kind=kind,
             start_line=start, end_line=end, section=("selection",), page=sel.page, ordinal=i - 1,
         )
         out.append(Evidence(n=i, chunk=chunk, origin="selection", score=None, score_kind="cosine"))
@@ -175,6 +175,11 @@ def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, 
         meta["packing"] = dict(synthesis.packing)
     if checked.answer_fit is not None:
         meta["answers"] = dict(checked.answer_fit)
+    if req.selection is not None and req.context != "corpus":  # the viewer highlights the quoted lines
+        meta["selection"] = selection_meta(req.selection.source, req.selection.start_line,
+                                           source_line(req.selection, len(req.selection.text)),
+                                           [(c.start_line, c.end_line) for c in checked.citations if c.origin == "selection"],
+                                           assessment.support.selection_fit)
     return Answer(
         question=req.question, answer=checked.text, status=checked.status, citations=checked.citations,
         evidence=retrieved.evidence, candidates=retrieved.candidates, validation=checked.validation,

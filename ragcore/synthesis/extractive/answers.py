@@ -30,8 +30,11 @@ from ragcore.types import Chunk
 
 _PROMPT = re.compile(r"^\s*(?:\$|%|PS [^>\n]*>|[A-Za-z]:\\[^>\n]*>)\s+\S", re.M)  # a shell prompt, then a command
 _DEFAULT_LINE = re.compile(r"^[ \t]*(?:Default(?: value)?|Defaults to)\s*[:=]?\s*\S.*$", re.M)
-_STATES_DEFAULT = re.compile(r"\bdefault(?:s| value)?\b(?:\s+(?:is|was|to|of)\b|\s*[:=])|\bby default\b", re.I)
-_DEFAULT_Q = re.compile(r"\bdefaults?\b|\bif (?:it|this|that|they|these)?\s*(?:is|are)?\s*(?:not|n't) (?:set|given|specified)\b", re.I)
+_STATES_DEFAULT = re.compile(
+    r"\bdefaults?\b(?:\s+[\w-]+){0,3}?\s+(?:is|was|are|to|of)\b|\bdefault(?: value)?\s*[:=]|\bby default\b", re.I)
+_DEFAULT_Q = re.compile(
+    r"\bdefaults?\b|\bif (?:it|this|that|they|these)?\s*(?:is|are)?\s*(?:not|n't) (?:set|given|specified)\b"
+    r"|\bif (?:i|you|we) (?:change|set|configure|do) nothing\b|\bout of the box\b|\bunless (?:i|you) (?:change|set) it\b", re.I)
 MAX_COMMAND_LINES = 12  # a command and a little of its output; a longer block is a program, not a command
 COMMAND_BONUS = 0.05  # on top of the how-to rules' code bonus: the line that does it
 DEFAULT_BONUS = 0.1  # a unit that states a default, for a question about one
@@ -90,7 +93,7 @@ def default_units(chunk: Chunk) -> list[Unit]:
     out: list[Unit] = []
     for m in _DEFAULT_LINE.finditer(text):
         start = _entry_start(lines, m.start())
-        if start is None or any(b.start < m.end() and start < b.end and b.kind != "list" for b in blocks):
+        if start is None or any(b.start < m.start() and start < b.end and b.kind != "list" for b in blocks):
             continue  # no name above it, or a code block in between: folded into one line it would not read
         raw = text[start : m.end()]
         first = raw.split("\n", 1)[0].strip()
@@ -129,6 +132,29 @@ def _entry_start(lines: list[tuple[int, int, str]], pos: int) -> int | None:
 def _looks_like_name(word: str) -> bool:
     """A setting's or a function's name, not a word of prose or an admonition's title."""
     return bool(re.match(r"^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,}[A-Z0-9]*|[a-z_][\w.]*(?:[._]\w|\().*|--?\w[\w-]*.*)$", word))
+
+
+COMMAND_KEEP = 0.4  # a command is brought into a how-to answer down to this share of the best unit's score
+
+
+def with_command(chosen: list[Picked], ranked: Sequence[Picked], same_source, limit: int) -> list[Picked]:
+    """For a how-to question whose chosen units hold no command: the best command of the same
+    sources (``same_source(p)``: the chosen pages, or the selection) within ``COMMAND_KEEP`` of the
+    best unit, in place of the weakest unit when the answer is full. The command is what does it;
+    the prose around it was chosen because it repeats the question's words."""
+    if not chosen or any(p.unit is not None and is_command(p.unit) for p in chosen):
+        return chosen
+    floor = COMMAND_KEEP * max(p.score for p in chosen)
+    cmd = next((p for p in ranked if p.unit is not None and is_command(p.unit) and p.score >= floor and same_source(p)
+                and not any(_same_text(p, c) for c in chosen)), None)
+    if cmd is None:
+        return chosen
+    kept = chosen if len(chosen) < limit else sorted(chosen, key=lambda p: -p.score)[: limit - 1]
+    return [*[p for p in chosen if p in kept], cmd]
+
+
+def _same_text(a: Picked, b: Picked) -> bool:
+    return a.n == b.n and a.span.start < b.span.end and b.span.start < a.span.end
 
 
 def lead(chosen: Sequence[Picked], intent: Intent, default_q: bool, stands_alone) -> Picked | None:

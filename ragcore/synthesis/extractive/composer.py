@@ -152,6 +152,11 @@ class ExtractiveComposer:
         follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
         context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
         chosen = self._choose(ranked, evidence, context, first)
+        if intent_of(question).howto:  # a how-to answer holds the command that does it (answers.py)
+            pages = {e.n: e.chunk.path for e in evidence}
+            used = {pages[p.n] for p in chosen}
+            chosen = answers.with_command(chosen, ranked, lambda p: pages[p.n] in used and not context.leans(p),
+                                          self.max_sentences)
         # the unit that answers first (a command for a how-to question, the entry that states a
         # default for a question about one: answers.py), else the best unit that stands alone; the
         # rest in reading order (evidence number, then position); for a how-to question the
