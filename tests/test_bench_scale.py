@@ -2,7 +2,7 @@
 the same data, and the report carries every figure the issue asks for.
 
 Real parts throughout: ragcore's chunker and BM25 on the demo corpus, the ONNX model for the
-questions, Qdrant local mode, qdrant-edge-py (when installed) and the numpy index in temp folders.
+questions, Qdrant local mode, qdrant-edge-py and ragcore's query snapshot in temp folders.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcore import bench_scale as bs
+from bench import scale as bs
 from bench.common import questions as _questions
 
 DOCS = Path(__file__).resolve().parent.parent / "demo"
@@ -47,7 +47,7 @@ def _answers(engine: str, workdir: Path) -> list[dict]:
 def test_engines_agree_on_exact_search(workdir: Path) -> None:
     engines = [e for e in bs.available_engines() if e != "edge-hnsw"]  # HNSW is approximate by design
     answers = {e: _answers(e, workdir) for e in engines}
-    ref = answers["numpy-mmap"]
+    ref = answers["ragcore-snapshot"]
     assert all(len(a["dense"]) == bs.TOP for a in ref)
     assert any(a["bm25_top"] and a["bm25_top"][0] > 0 for a in ref), "no question matched any BM25 term"
     for name, got in answers.items():
@@ -57,23 +57,7 @@ def test_engines_agree_on_exact_search(workdir: Path) -> None:
         assert g["hybrid_comparable_queries"] >= 1 and g["hybrid_top10_same"] == 1.0, name
 
 
-def test_numpy_index_scores_match_search_index(workdir: Path) -> None:
-    """The persisted index scores exactly as the in-process SearchIndex over the same chunks."""
-    import numpy as np
 
-    from ragcore.storage.search_index import SearchIndex
-    from ragcore.storage.store import CollectionData
-
-    data = bs.load_dataset(workdir, SIZE)
-    bs.numpy_write(data, workdir / "np-only")
-    idx = bs.NumpyIndex(workdir / "np-only")
-    ref = SearchIndex(CollectionData(tuple(data.chunk(i) for i in range(SIZE)), np.asarray(data.dense),
-                                     tuple(tuple(map(tuple, data.sparse(i))) for i in range(SIZE))))
-    for qd, qs in zip(data.base.q_dense, data.base.q_sparse):
-        sc = ref.score(qd, (qs.indices, qs.values))
-        assert np.allclose(idx.bm25(qs), sc.sparse, atol=1e-4)
-        assert np.allclose(idx.dense @ qd, sc.dense, atol=1e-5)
-    assert idx.chunk(SIZE - 1) == data.chunk(SIZE - 1)
 
 
 @pytest.mark.slow
@@ -108,7 +92,7 @@ def test_bench_scale_report(tmp_path: Path, encoder) -> None:
 def test_oversized_phase_is_killed(tmp_path: Path, workdir: Path) -> None:
     """The RSS watchdog stops a phase that passes the limit and says so (the machine is shared)."""
     limits = bs.RunLimits(rss_mb=20.0, phase_timeout_s=120)  # any Python process passes 20 MB
-    res = bs.spawn("write", "numpy-mmap", workdir, SIZE, tmp_path / "store", limits)
+    res = bs.spawn("write", "ragcore-snapshot", workdir, SIZE, tmp_path / "store", limits)
     assert res["error"].startswith("killed: RSS")
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import sparse as sp
 
-from ragcore import dense_codes
+from ragcore.storage import dense_codes
 from bench.scale import base_chunks
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.pathfilter import parse_path_filter, path_matches

@@ -25,9 +25,8 @@ from ragcore.eval.report import (
 from ragcore.eval.runner import (
     DocPathMapper, QuestionRecord, abstain_curve, clear_encoder_cache, infer_prefix, recommend_bar,
 )
-from ragcore.eval.sweep import (
-    BaseCollection, ChunkCollection, SweepError, evaluate, parse_sweep, plan_runs, sweep_rows, write_charts,
-)
+from ragcore.eval.charts import sweep_rows, write_charts
+from ragcore.eval.sweep import BaseCollection, ChunkCollection, SweepError, evaluate, parse_sweep, plan_runs
 from tests.app_support import app_env  # noqa: F401  (fixture)
 from tests.conftest import DJANGO, django_subset
 

@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from ragcore.ingest.read.loaders import LoadError, read_bytes
-from ragcore.ingest.writer import discover
+from ragcore.ingest.discover import discover
 from tests.conftest import write_corpus
 
 ROOT_USER = os.name == "posix" and os.geteuid() == 0

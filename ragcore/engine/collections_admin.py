@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ragcore.ingest.read.loaders import read_bytes
-from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version, discover
+from ragcore.ingest.discover import discover
+from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version
 from ragcore.engine.engine import Engine
 from ragcore.storage.store import StoreError, utc_now
 
