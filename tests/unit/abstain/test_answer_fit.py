@@ -37,3 +37,22 @@ def test_answers_are_shown_beside_support(make_engine, tmp_path) -> None:
         assert c.support == 1.0 and c.answers is not None and 0.0 < c.answers <= 1.0
     assert a.metadata["answers"]["best"] == max(c.answers for c in a.citations)
     assert a.to_dict()["citations"][0]["answers"] == a.citations[0].answers  # in the JSON contract too
+
+
+def test_nothing_quotable_that_answers_is_an_abstention(make_engine, tmp_path) -> None:
+    """Even with a bar every question clears, the engine declines when what it would quote does
+    not answer: support alone said yes to any question."""
+    from ragcore.abstain.answer_fit import ANSWERS_FLOOR
+    from tests.conftest import write_corpus
+
+    root = write_corpus(tmp_path / "c", {"limits.md": "# Upload limits\n\nThe upload limit is 16 megabytes by default. "
+                                                      "Larger uploads are refused with status 413.\n"})
+    eng = make_engine()
+    eng.ingest([root], "lim")
+    s = eng.settings.with_(collection="lim", abstain_bar=0.0)
+    a = eng.ask("How large is the Pacific ocean?", settings=s)
+    assert a.metadata["support"]["score"] > s.abstain_bar  # the bar alone would have answered
+    assert a.status == "abstained" and a.citations == ()
+    (action,) = a.validation.guardrail_actions
+    assert "nothing the answer would quote answers the question" in action and f"< {ANSWERS_FLOOR:.2f}" in action
+    assert eng.ask("How large can an upload be?", settings=s).status == "ok"
