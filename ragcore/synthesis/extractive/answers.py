@@ -138,11 +138,11 @@ COMMAND_KEEP = 0.4  # a command is brought into a how-to answer down to this sha
 
 
 def with_command(chosen: list[Picked], ranked: Sequence[Picked], same_source, limit: int) -> list[Picked]:
-    """For a how-to question whose chosen units hold no command: the best command of the same
-    sources (``same_source(p)``: the chosen pages, or the selection) within ``COMMAND_KEEP`` of the
+    """For a how-to question whose chosen units hold no command of the same sources
+    (``same_source(p)``: the chosen pages, or the selection the question is about): the best one within ``COMMAND_KEEP`` of the
     best unit, in place of the weakest unit when the answer is full. The command is what does it;
     the prose around it was chosen because it repeats the question's words."""
-    if not chosen or any(p.unit is not None and is_command(p.unit) for p in chosen):
+    if not chosen or any(p.unit is not None and is_command(p.unit) and same_source(p) for p in chosen):
         return chosen
     floor = COMMAND_KEEP * max(p.score for p in chosen)
     cmd = next((p for p in ranked if p.unit is not None and is_command(p.unit) and p.score >= floor and same_source(p)

@@ -155,8 +155,9 @@ class ExtractiveComposer:
         if intent_of(question).howto:  # a how-to answer holds the command that does it (answers.py)
             pages = {e.n: e.chunk.path for e in evidence}
             used = {pages[p.n] for p in chosen}
-            chosen = answers.with_command(chosen, ranked, lambda p: pages[p.n] in used and not context.leans(p),
-                                          self.max_sentences)
+            chosen = answers.with_command(  # the selection's command when the question is about the selection
+                chosen, ranked, lambda p: (p.n in first if first else pages[p.n] in used) and not context.leans(p),
+                self.max_sentences)
         # the unit that answers first (a command for a how-to question, the entry that states a
         # default for a question about one: answers.py), else the best unit that stands alone; the
         # rest in reading order (evidence number, then position); for a how-to question the
