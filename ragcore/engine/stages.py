@@ -1,7 +1,7 @@
 """The engine's stages as small typed units: route → select context → retrieve → assess →
 synthesize → validate. Each stage's result is a frozen dataclass; the pure rules live here,
-the stages that need the engine's resources (store, search, model) are Engine methods that
-return these types (``pipeline.py``)."""
+the stages that read the collection or a model are the answerer's methods (``answerer.py``),
+which return these types."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ragcore.engine.selection import selection_kind, selection_meta, selection_p
 from ragcore.synthesis.base import Synthesis
 from ragcore.synthesis.extractive.composer import ExtractiveResult
 from ragcore.types import (
-    Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, Status, Validation,
+    Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, RetrievalResult, Status, Validation,
 )
 
 ContextMode = Literal["corpus", "selection", "both"]
@@ -64,6 +64,7 @@ class Retrieved:
     candidates: tuple[Candidate, ...]
     info: CollectionInfo | None
     latency_ms: Mapping[str, float] = field(default_factory=dict)
+    retrieval: RetrievalResult | None = None  # None in selection mode; carries the question's vector
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def abstain_reason(evidence: tuple[Evidence, ...], support: Support, bar: float)
         return "no evidence passed top-K and the threshold"
     if selection_decides(support):  # the analyst chose the passage: declined only when it is about something else
         return support.explain(bar) if support.selection_fit["reason"] else None  # type: ignore[index]
-    if support.score < bar or support.unseen:  # set in corpus mode only (answering.py)
+    if support.score < bar or support.unseen:  # set in corpus mode only (answerability.question_support)
         return support.explain(bar)  # names the unseen words (answerability.describe)
     return None
 
@@ -156,6 +157,8 @@ def failure_message(synthesis: Synthesis) -> str | None:
         return None
     if f.kind == "deadline":
         return f"{f.message} The answer stops where the model was when the deadline passed."
+    if f.kind == "too_long":  # the client's reply cap: the cut text is the answer, its note says so
+        return f.message
     return f"{f.message} Showing the extractive answer from the same evidence instead."
 
 
