@@ -124,3 +124,22 @@ def test_a_write_session_publishes_at_its_end_unless_it_failed(tmp_path: Path, m
         assert (data / "snapshots" / "h" / MANIFEST).is_file()
     finally:
         store.close()
+
+
+def test_a_client_passed_in_is_used_as_it_is_without_snapshots(tmp_path: Path, make_engine) -> None:
+    """``Store(settings, client=QdrantClient(":memory:"))``: qdrant-client's backend, every read from it."""
+    from qdrant_client import QdrantClient
+
+    source = _ingested(tmp_path, make_engine).store.load("g")
+    store = Store(RagcoreSettings(data_dir=tmp_path / "mem"), client=QdrantClient(":memory:"))
+    try:
+        assert isinstance(store.backend, QdrantBackend) and store.snapshots is None and store.opened
+        store.ensure_collection("m")
+        store.write_chunks("m", list(source.chunks), np.asarray(source.dense), {"garden/roses.md": 1, "kitchen/bread.md": 1})
+        store.write_meta("m", {"documents": 2})
+        assert store.count("m") == 2 and store.read_meta("m")["documents"] == 2 and store.snapshot("m") is None
+        assert sorted(c.chunk_id for c in store.load("m").chunks) == sorted(c.chunk_id for c in source.chunks)
+        assert all(list(p) == PAYLOAD_KEYS for p in _payloads(store, "m"))  # the same payload as on Edge
+        assert store.opened and not (tmp_path / "mem" / "snapshots").exists()
+    finally:
+        store.close()
