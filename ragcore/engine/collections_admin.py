@@ -25,7 +25,7 @@ COPY_BATCH = 256  # points per scroll/upsert while renaming: bounds memory for l
 
 
 class Cancelled(Exception):
-    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/pipeline.py)."""
+    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/writer.py)."""
 
 
 class AdminError(StoreError):

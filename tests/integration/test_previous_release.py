@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from ragcore import Engine, RagcoreSettings
+from tests.conftest import REPO
 
-HERE = Path(__file__).resolve().parents[1] / "data" / "previous-release"
+HERE = REPO / "tests" / "data" / "previous-release"
 QUESTIONS = json.loads((HERE / "questions.json").read_text(encoding="utf-8"))
 EXPECTED = json.loads((HERE / "expected-662772a.json").read_text(encoding="utf-8"))
 

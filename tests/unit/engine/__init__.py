@@ -1,1 +1,1 @@
-"""Tests: unit, ragcore/engine."""
+"""Tests: unit/engine."""

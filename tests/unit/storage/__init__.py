@@ -1,1 +1,1 @@
-"""Tests: unit, ragcore/storage."""
+"""Tests: unit/storage."""
