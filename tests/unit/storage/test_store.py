@@ -143,3 +143,23 @@ def test_a_client_passed_in_is_used_as_it_is_without_snapshots(tmp_path: Path, m
         assert store.opened and not (tmp_path / "mem" / "snapshots").exists()
     finally:
         store.close()
+
+
+def test_the_cli_names_the_repair_step_and_runs_it(tmp_path: Path, make_engine, monkeypatch, capsys) -> None:
+    from ragcore.cli.main import main
+
+    data = tmp_path / "data"
+    _ingested(tmp_path, make_engine)
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(data))
+    assert main(["ask", "When should I prune roses?", "-c", "g"]) == 0
+    assert "--repair" not in capsys.readouterr().err  # current: nothing to say
+    raw = Store(RagcoreSettings(data_dir=data, snapshots=False))
+    raw.delete_points("g", [r.id for r in raw.point_refs("g") if r.path == "kitchen/bread.md"])
+    raw.close()
+    before = _snapshot_files(data)
+    assert main(["ask", "When should I prune roses?", "-c", "g"]) == 0
+    assert "ragcore collections --repair" in capsys.readouterr().err and _snapshot_files(data) == before
+    assert main(["collections", "--repair"]) == 0
+    assert "rewrote the query snapshot of g" in capsys.readouterr().err and _snapshot_files(data) != before
+    assert main(["ask", "When should I prune roses?", "-c", "g"]) == 0
+    assert "--repair" not in capsys.readouterr().err
