@@ -45,6 +45,8 @@ def _copy_old_store(engine, *, quiet: bool = False) -> None:
 
 # ------------------------------------------------------------------ ingest
 
+INGEST_FAILED = 1  # the exit status of an ingest in which some files could not be read
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
@@ -72,7 +74,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         from ragcore.types import to_jsonable
 
         print(dump_json(to_jsonable(report)))
-        return 0
+        return INGEST_FAILED if report.failed else 0
     counts = report.summary()
     chunks = sum(o.chunks for o in report.outcomes if o.status in ("added", "updated", "unchanged"))
     print(
@@ -83,9 +85,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     )
     print(f"corpus version {report.corpus_version}, built {report.built_at}")
     print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
+    if report.ocr_pages:
+        print(f"{report.ocr_pages} scanned PDF page(s) read by OCR")
     for o in report.failed:
         print(f"  skipped {term_safe(o.path)}: {term_safe(o.reason)}")
-    return 0
+    return INGEST_FAILED if report.failed else 0  # so scripts notice (docs/02-ingesting-documents.md)
 
 
 # ------------------------------------------------------------------ ask

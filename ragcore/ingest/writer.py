@@ -398,7 +398,8 @@ def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple
     new_ids = {point_id(c.chunk_id) for c in chunks}
     run.headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
     run.hashes[src.rel] = doc.doc_hash
-    run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
+    ocr = len({ln.page for ln in doc.lines if ln.ocr_confidence is not None})  # scanned PDF pages
+    run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks), ocr_pages=ocr))
     return chunks, [r.id for r in refs if r.id not in new_ids]
 
 
