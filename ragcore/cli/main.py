@@ -250,6 +250,15 @@ def cmd_collections(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ serve
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ragcore.service.server import serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+
+    return serve(args)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -299,6 +308,13 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col = sub.add_parser("collections", help="list collections with their stats")
     col.add_argument("--json", action="store_true")
     col.set_defaults(func=cmd_collections)
+
+    srv = sub.add_parser("serve", help="serve the engine over HTTP: REST, SSE, WebSocket, OpenAI-compatible chat (docs/18)")
+    srv.add_argument("--host", help="address to listen on (default 127.0.0.1; any other needs RAGCORE_API_KEYS)")
+    srv.add_argument("--port", help="port (default 8000)")
+    srv.add_argument("--workers", help="uvicorn worker processes, each with its own engine (default 1)")
+    srv.add_argument("--collection", "-c", help="the collection a request names none of (default RAGCORE_COLLECTION)")
+    srv.set_defaults(func=cmd_serve)
 
     if not full:
         for name, text in LAZY_COMMANDS.items():

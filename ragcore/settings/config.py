@@ -37,6 +37,14 @@ RENAMED_VARIABLES = {"RAGCORE_MODE": "RAGCORE_RETRIEVAL_MODE"}
 # RAGCORE_* variables that are not settings but are read elsewhere (the unknown-variable check
 # must let them through): RAGCORE_DEBUG shows CLI tracebacks, RAGCORE_APP_WARMUP the app's warm-up.
 OTHER_VARIABLES = frozenset({"RAGCORE_DEBUG", "RAGCORE_APP_WARMUP"})
+# `ragcore serve`'s variables, read by ragcore/settings/service.py (ServiceSettings; a test keeps
+# this list equal to its fields): named here so that the unknown-variable check lets them through
+SERVICE_VARIABLES = frozenset({
+    "RAGCORE_API_KEYS", "RAGCORE_SERVE_HOST", "RAGCORE_SERVE_PORT", "RAGCORE_SERVE_WORKERS",
+    "RAGCORE_SERVE_MAX_BODY_BYTES", "RAGCORE_SERVE_MAX_UPLOAD_BYTES", "RAGCORE_SERVE_DEADLINE_S",
+    "RAGCORE_SERVE_MAX_CONCURRENT", "RAGCORE_SERVE_MAX_QUEUED", "RAGCORE_SERVE_RETRY_AFTER_S",
+    "RAGCORE_SERVE_CORS_ORIGINS", "RAGCORE_SERVE_MAX_JOBS",
+})
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -513,7 +521,7 @@ def known_variables() -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads."""
     names = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)}
     names |= {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    return frozenset(names | OTHER_VARIABLES)
+    return frozenset(names | OTHER_VARIABLES | SERVICE_VARIABLES)
 
 
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:
