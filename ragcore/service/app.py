@@ -4,6 +4,7 @@ the access log and (only when origins are configured) CORS, and JSON errors."""
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,6 +30,7 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
+        threading.Thread(target=_warm, args=(engine,), name="ragcore-serve-warm", daemon=True).start()
         try:
             yield
         finally:
@@ -62,6 +64,14 @@ def app_from_env() -> FastAPI:
 
     settings = RagcoreSettings.from_env(llm=resolve_llm_settings())
     return create_app(Engine(settings), ServiceSettings.from_env(os.environ), close_engine=True)
+
+
+def _warm(engine: Any) -> None:
+    """A head start for the first question: the default collection's indexes, and the OpenAI SDK
+    when an LLM is configured (importing it takes seconds on a busy machine)."""
+    engine.warm(engine.settings.collection)
+    if engine.settings.llm.configured:
+        import openai  # noqa: F401
 
 
 def _version() -> str:

@@ -15,10 +15,6 @@ from ragcore.service.errors import ApiError, error_response
 access_log = logging.getLogger("ragcore.service.access")
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimit:
     """Refuse a body over its limit with 413: at once when Content-Length says so, else as soon
     as the bytes received pass it (a chunked upload cannot stream past the limit). Uploads
@@ -37,27 +33,34 @@ class BodyLimit:
             await _too_large(limit)(scope, receive, send)
             return
         seen = 0
-        started = False
+        over = started = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, over
+            if over:
+                return {"type": "http.disconnect"}
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > limit:
-                    raise _TooLarge
+                if seen > limit:  # the app sees a client gone; its reply is replaced by the 413 below
+                    over = True
+                    return {"type": "http.disconnect"}
             return msg
 
         async def watched(msg: Message) -> None:
             nonlocal started
+            if over and not started:
+                return
             started = started or msg["type"] == "http.response.start"
             await send(msg)
 
         try:
             await self.app(scope, counted, watched)
-        except _TooLarge:
-            if not started:
-                await _too_large(limit)(scope, receive, send)
+        except Exception:
+            if not over:
+                raise
+        if over and not started:
+            await _too_large(limit)(scope, receive, send)
 
 
 def _too_large(limit: int):
