@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,7 +27,8 @@ endpoint whose models are the collections. See docs/18-using-the-http-api.md."""
 
 def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = False) -> FastAPI:
     """The app over ``engine`` (one per process; the caller keeps ownership unless ``close_engine``)."""
-    jobs = Jobs(lambda files, name, progress: engine.ingest_uploads(files, name, progress=progress), keep=settings.max_jobs)
+    jobs = Jobs(lambda files, name, progress: engine.ingest_uploads(files, name, progress=progress), keep=settings.max_jobs,
+                folder=Path(engine.settings.data_dir) / "serve-jobs")
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):

@@ -3,8 +3,8 @@
 named by ``model``, the earlier user/assistant pairs being the conversation history.
 
 The reply's text is the answer with its ``[n]`` markers and a "Sources:" list at its end; the
-citations also travel in an extra top-level field ``ragcore`` (status, request_id, citations with
-path, lines, section, page and a short quote), which OpenAI SDKs keep (``completion.ragcore`` in
+citations also travel in an extra top-level field ``ragcore`` (status, request_id, the follow-up
+made standalone, citations with path, lines, section, page and a short quote), which OpenAI SDKs keep (``completion.ragcore`` in
 Python, ``completion.ragcore`` in JavaScript). Sampling parameters (temperature, max_tokens …)
 are accepted and ignored: the answer comes from the engine's settings. System messages are ignored.
 """
@@ -115,6 +115,7 @@ def quote(answer: Answer, c: Citation) -> str:
 
 def extra(answer: Answer) -> dict[str, Any]:
     return {"status": answer.status, "request_id": answer.metadata.get("request_id"), "error_message": answer.error_message,
+            "standalone_question": answer.metadata.get("standalone_question"),
             "citations": [{"n": c.n, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                            "section": list(c.section), "page": c.page, "support": round(c.support, 4),
                            "quote": quote(answer, c)} for c in answer.citations]}

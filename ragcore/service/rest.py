@@ -83,8 +83,7 @@ async def ingest(name: str, request: Request, svc: Service = Depends(service)) -
     await form.close()
     if not files:
         raise ApiError(422, "files: send at least one file (multipart/form-data, field name `files`)")
-    job = svc.jobs.submit(name, files)
-    return job.public()
+    return svc.jobs.submit(name, files).public()
 
 
 @router.get("/api/jobs/{job_id}", tags=["corpus"], summary="an ingest job's state and progress")
@@ -92,7 +91,7 @@ async def job(job_id: str, svc: Service = Depends(service)) -> dict[str, Any]:
     found = svc.jobs.get(job_id)
     if found is None:
         raise ApiError(404, f"There is no job {job_id!r} (finished jobs are forgotten after a while).")
-    return found.public()
+    return found
 
 
 @router.delete("/api/jobs/{job_id}", tags=["corpus"], summary="cancel an ingest job")
@@ -100,7 +99,7 @@ async def cancel_job(job_id: str, svc: Service = Depends(service)) -> dict[str, 
     found = svc.jobs.cancel(job_id)
     if found is None:
         raise ApiError(404, f"There is no job {job_id!r}.")
-    return found.public()
+    return found
 
 
 async def _names(svc: Service) -> set[str]:
