@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ragcore.service.errors import ApiError
 from ragcore.service.runner import start_question, run_blocking
 from ragcore.service.schemas import AskRequest, RetrieveRequest, request_settings, stream_kwargs
 from ragcore.service.state import Service, service
+from ragcore.service.wire import dumps
 from ragcore.storage.store import StoreError
 from ragcore.types import to_jsonable
 
@@ -37,20 +38,28 @@ async def documents(name: str, svc: Service = Depends(service)) -> list[dict[str
     return [{"path": p, "chunks": n} for p, n in docs]
 
 
-@router.post("/api/retrieve", tags=["questions"], summary="the ranked pool with every score and cut reason")
-async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> dict[str, Any]:
+@router.post("/api/retrieve", tags=["questions"], summary="the ranked pool with every score and cut reason",
+             response_class=Response)
+async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> Response:
     s = request_settings(svc.engine.settings, body)
-    try:
-        result = await run_blocking(svc.slots, svc.settings.deadline_s, lambda: svc.engine.retrieve(body.question, s))
+    try:  # serialised in the worker thread too: a pool of 50 chunks is a large object to walk
+        data = await run_blocking(svc.slots, svc.settings.deadline_s,
+                                  lambda: json_bytes(to_jsonable(svc.engine.retrieve(body.question, s))))
     except StoreError as exc:  # a missing or unreadable collection: the store's message says which
         raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
-    return to_jsonable(result)
+    return Response(data, media_type="application/json")
 
 
-@router.post("/api/ask", tags=["questions"], summary="the Answer contract as JSON (as `ragcore ask --json` prints it)")
-async def ask(body: AskRequest, svc: Service = Depends(service)) -> dict[str, Any]:
+@router.post("/api/ask", tags=["questions"], summary="the Answer contract as JSON (as `ragcore ask --json` prints it)",
+             response_class=Response)
+async def ask(body: AskRequest, svc: Service = Depends(service)) -> Response:
     answer = await answer_of(svc, body)
-    return answer.to_dict()
+    return Response(await run_in_threadpool(lambda: json_bytes(answer.to_dict())), media_type="application/json")
+
+
+def json_bytes(obj: Any) -> bytes:
+    """Strict JSON, serialised once (FastAPI's own encoder walks a large answer several times)."""
+    return dumps(obj).encode("utf-8")
 
 
 async def answer_of(svc: Service, body: AskRequest):
