@@ -97,18 +97,18 @@ async def ingest(name: str, request: Request, svc: Service = Depends(service)) -
 
 @router.get("/api/jobs/{job_id}", tags=["corpus"], summary="an ingest job's state and progress")
 async def job(job_id: str, svc: Service = Depends(service)) -> dict[str, Any]:
-    found = svc.jobs.get(job_id)
-    if found is None:
-        raise ApiError(404, f"There is no job {job_id!r} (finished jobs are forgotten after a while).")
-    return found
+    return _found(job_id, svc.jobs.get(job_id))
 
 
 @router.delete("/api/jobs/{job_id}", tags=["corpus"], summary="cancel an ingest job")
 async def cancel_job(job_id: str, svc: Service = Depends(service)) -> dict[str, Any]:
-    found = svc.jobs.cancel(job_id)
-    if found is None:
-        raise ApiError(404, f"There is no job {job_id!r}.")
-    return found
+    return _found(job_id, svc.jobs.cancel(job_id))
+
+
+def _found(job_id: str, state: dict[str, Any] | None) -> dict[str, Any]:
+    if state is None:
+        raise ApiError(404, f"There is no job {job_id!r} (finished jobs are forgotten after a while).")
+    return state
 
 
 async def _names(svc: Service) -> set[str]:
