@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -109,6 +110,13 @@ class Slots:
     retry_after_s: int
     taken: int = 0  # running + waiting
     _sem: asyncio.Semaphore | None = field(default=None, repr=False)
+    _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
+
+    def executor(self) -> ThreadPoolExecutor:
+        """Threads for blocking calls (retrievals): one per slot, so a slot never waits for a thread."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.running, thread_name_prefix="ragcore-serve")
+        return self._pool
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._sem is None:

@@ -12,9 +12,8 @@ from ragcore.service.errors import ApiError
 from ragcore.service.runner import start_question, run_blocking
 from ragcore.service.schemas import AskRequest, RetrieveRequest, request_settings, stream_kwargs
 from ragcore.service.state import Service, service
-from ragcore.service.wire import dumps
+from ragcore.service.wire import dumps, jsonable
 from ragcore.storage.store import StoreError
-from ragcore.types import to_jsonable
 
 router = APIRouter()
 
@@ -44,7 +43,7 @@ async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> Re
     s = request_settings(svc.engine.settings, body)
     try:  # serialised in the worker thread too: a pool of 50 chunks is a large object to walk
         data = await run_blocking(svc.slots, svc.settings.deadline_s,
-                                  lambda: json_bytes(to_jsonable(svc.engine.retrieve(body.question, s))))
+                                  lambda: json_bytes(jsonable(svc.engine.retrieve(body.question, s))))
     except StoreError as exc:  # a missing or unreadable collection: the store's message says which
         raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
     return Response(data, media_type="application/json")
@@ -54,7 +53,7 @@ async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> Re
              response_class=Response)
 async def ask(body: AskRequest, svc: Service = Depends(service)) -> Response:
     answer = await answer_of(svc, body)
-    return Response(await run_in_threadpool(lambda: json_bytes(answer.to_dict())), media_type="application/json")
+    return Response(await run_in_threadpool(lambda: json_bytes(jsonable(answer))), media_type="application/json")
 
 
 def json_bytes(obj: Any) -> bytes:

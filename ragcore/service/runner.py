@@ -144,7 +144,7 @@ async def run_blocking(slots: Slots, deadline_s: float, fn: Callable[[], Any]) -
     t0 = time.monotonic()
     slot = await slots.acquire(deadline_s)
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(None, fn)
+    fut = loop.run_in_executor(slots.executor(), fn)
     fut.add_done_callback(lambda _: slot.release())
     try:
         return await asyncio.wait_for(asyncio.shield(fut), max(deadline_s - (time.monotonic() - t0), 0.01))

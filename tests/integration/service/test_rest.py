@@ -94,3 +94,17 @@ def test_openapi_is_served_at_docs(client: httpx.Client) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/ask", "/api/ask/stream", "/api/retrieve", "/v1/chat/completions", "/v1/models",
             "/api/collections/{name}/ingest", "/api/jobs/{job_id}"} <= set(paths)
+
+
+def test_the_fast_serialiser_writes_what_to_jsonable_writes(client: httpx.Client, start_server, guide_data) -> None:
+    from ragcore.service.wire import jsonable
+    from ragcore.types import to_jsonable
+
+    served = start_server(guide_data)
+    result = served.engine.retrieve(QUESTION)
+    answer = served.engine.ask(QUESTION)
+    selection = served.engine.ask("What did the lamp burn?", context="selection",
+                                  selection="The lamp burned whale oil until 1880, when the keeper switched to kerosene.")
+    for obj in (result, answer, selection):
+        assert jsonable(obj) == to_jsonable(obj)
+    assert jsonable(answer)["validation"]["unsupported"] == list(answer.validation.unsupported)
