@@ -4,7 +4,7 @@ about the threshold is about the threshold.
 A short question that leans on the previous turn (a pronoun such as "it" or "that", or an
 opening such as "And …", "What about …") is made standalone by carrying over the previous
 question's content words that it does not already have. With an LLM configured and
-``conversation_turns`` > 0 the model condenses the question instead (``pipeline.py``).
+``conversation_turns`` > 0 the model condenses the question instead (``engine.py``).
 """
 
 from __future__ import annotations
