@@ -54,9 +54,10 @@ def jsonable(obj: Any) -> Any:
 
 
 def _field_names(t: type) -> tuple[str, ...] | None:
-    """A dataclass's field names, or None for what only ``to_jsonable`` knows how to write
+    """A dataclass's field names (those ``to_jsonable`` writes: not ``metadata["json"] = False``), or
+    None for what only ``to_jsonable`` knows how to write
     (Validation adds its derived lists; paths, enums, mappings of other types)."""
     ok = dataclasses.is_dataclass(t) and not issubclass(t, Validation)
-    names = tuple(f.name for f in dataclasses.fields(t)) if ok else None
+    names = tuple(f.name for f in dataclasses.fields(t) if f.metadata.get("json", True)) if ok else None
     _FIELDS[t] = names
     return names
