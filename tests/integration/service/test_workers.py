@@ -56,15 +56,19 @@ def test_readers_answer_from_snapshots_while_another_process_ingests(guide_data,
         files = [("files", (f"added-{i}.md", f"# Added page {i}\n\n".encode() + b"Lighthouse keepers log the weather. " * 200))
                  for i in range(12)]
         job = httpx.post(w_url + "/api/collections/guide/ingest", files=files).json()
-        answered = 0
-        while True:  # questions to both processes (and both workers) while the ingest runs
+        answered, deadline = 0, time.monotonic() + 600
+        while time.monotonic() < deadline:  # questions to both processes (and both workers) while the ingest runs
             state = httpx.get(f"{w_url}/api/jobs/{job['id']}").json()["state"]  # whichever worker answers
+            if state in ("done", "failed", "cancelled"):
+                break
+            if answered >= 12:
+                time.sleep(1)
+                continue
             for url in (r_url, w_url, w_url):
                 answer = httpx.post(url + "/api/ask", json={"question": QUESTION}, timeout=120).json()
                 assert answer["status"] in ("ok", "partial"), answer.get("error_message")
                 answered += 1
-            if state in ("done", "failed", "cancelled") or answered > 60:
-                break
+        assert answered >= 3  # at least one round while the job was queued or running
         assert state == "done"
         after = httpx.get(r_url + "/api/collections").json()[0]  # the reader sees the new snapshot
         assert after["documents"] == before["documents"] + 12 and after["corpus_version"] != before["corpus_version"]
