@@ -547,6 +547,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.serve import add_serve_parser
 
     add_serve_parser(bsub)  # `bench serve` (the HTTP service against the same calls in process)
+    from bench.pdf import add_pdf_parser
+
+    add_pdf_parser(bsub)  # `bench pdf` (PDF text extractors compared)
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
