@@ -291,6 +291,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    srv = sub.add_parser("serve", help="serve the engine over HTTP: REST, SSE, WebSocket, OpenAI-compatible chat (docs/18)")
+    srv.add_argument("--host", help="address to listen on (default 127.0.0.1; any other needs RAGCORE_API_KEYS)")
+    srv.add_argument("--port", help="port (default 8000)")
+    srv.add_argument("--workers", help="uvicorn worker processes, each with its own engine (default 1)")
+    srv.add_argument("--collection", "-c", help="the collection a request names none of (default RAGCORE_COLLECTION)")
+    srv.set_defaults(func=cmd_serve)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -343,12 +352,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
                      "(a writer died) or damaged, from the embedded store (a write: waits for another writer)")
     col.set_defaults(func=cmd_collections)
 
-    srv = sub.add_parser("serve", help="serve the engine over HTTP: REST, SSE, WebSocket, OpenAI-compatible chat (docs/18)")
-    srv.add_argument("--host", help="address to listen on (default 127.0.0.1; any other needs RAGCORE_API_KEYS)")
-    srv.add_argument("--port", help="port (default 8000)")
-    srv.add_argument("--workers", help="uvicorn worker processes, each with its own engine (default 1)")
-    srv.add_argument("--collection", "-c", help="the collection a request names none of (default RAGCORE_COLLECTION)")
-    srv.set_defaults(func=cmd_serve)
+    add_serve_parser(sub)
 
     from ragcore.eval.bars_cli import add_bars_parser
 
