@@ -76,20 +76,21 @@ def _server(data_dir: Path, port: int, env_extra: dict[str, str]) -> subprocess.
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _ready(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
+def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
+    """Until the server at ``url`` answers /healthz (RuntimeError if it stops or takes too long)."""
     import httpx
 
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if proc.poll() is not None:
-            raise SystemExit("the server stopped while starting")
+            raise RuntimeError("the server stopped while starting")
         try:
             if httpx.get(url + "/healthz", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.2)
-    raise SystemExit("the server did not start")
+    raise RuntimeError("the server did not start")
 
 
 def bench_serve(source_collection: str, size: int, clients: int, seconds: float, n_questions: int, results_dir: Path,
@@ -115,7 +116,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
         proc = _server(data, port, {"RAGCORE_SERVE_MAX_CONCURRENT": str(clients), "RAGCORE_SERVE_MAX_QUEUED": str(clients),
                                     "RAGCORE_CALIBRATED_BAR": "false"})
         try:
-            _ready(url, proc)
+            wait_ready(url, proc)
             http = httpx.Client(base_url=url, timeout=120, limits=httpx.Limits(max_connections=clients * 2))
             calls = _calls(eng, http)
             for q in qs:  # both sides see every question once first: steady state, caches warm on both
@@ -166,7 +167,7 @@ def _overload(data: Path, qs: list[str], clients: int, seconds: float) -> dict[s
     url = f"http://127.0.0.1:{port}"
     proc = _server(data, port, {"RAGCORE_CALIBRATED_BAR": "false"})
     try:
-        _ready(url, proc)
+        wait_ready(url, proc)
         http = httpx.Client(base_url=url, timeout=120, limits=httpx.Limits(max_connections=clients * 2))
         out = hammer(lambda q: http.post("/api/ask", json={"question": q, "generator": "extractive"}).status_code,
                      qs, clients, seconds)

@@ -13,6 +13,7 @@ import time
 import httpx
 import pytest
 
+from bench.serve import wait_ready
 from tests.conftest import REPO
 from tests.support.scripted_openai import unused_port
 
@@ -29,19 +30,6 @@ def _start(data, *extra: str) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}"
 
 
-def _ready(proc: subprocess.Popen, url: str, timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("the server did not start")
-
-
 @pytest.mark.slow
 def test_readers_answer_from_snapshots_while_another_process_ingests(guide_data, tmp_path) -> None:
     data = tmp_path / "data"
@@ -50,8 +38,8 @@ def test_readers_answer_from_snapshots_while_another_process_ingests(guide_data,
     try:
         (writer, w_url), (reader, r_url) = _start(data, "--workers", "2"), _start(data)
         procs = [writer, reader]
-        _ready(writer, w_url)
-        _ready(reader, r_url)
+        wait_ready(w_url, writer)
+        wait_ready(r_url, reader)
         before = httpx.get(r_url + "/api/collections").json()[0]
         files = [("files", (f"added-{i}.md", f"# Added page {i}\n\n".encode() + b"Lighthouse keepers log the weather. " * 200))
                  for i in range(12)]
