@@ -294,6 +294,24 @@ def collection_state(info) -> str:
     return "empty" if info.chunks == 0 else "ready"
 
 
+# ------------------------------------------------------------------ serve
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ragcore.service.server import serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+
+    return serve(args)
+
+
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    srv = sub.add_parser("serve", help="serve the engine over HTTP: REST, SSE, WebSocket, OpenAI-compatible chat (docs/18)")
+    srv.add_argument("--host", help="address to listen on (default 127.0.0.1; any other needs RAGCORE_API_KEYS)")
+    srv.add_argument("--port", help="port (default 8000)")
+    srv.add_argument("--workers", help="uvicorn worker processes, each with its own engine (default 1)")
+    srv.add_argument("--collection", "-c", help="the collection a request names none of (default RAGCORE_COLLECTION)")
+    srv.set_defaults(func=cmd_serve)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -345,6 +363,8 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.add_argument("--repair", action="store_true", help="first rewrite any query snapshot that is missing, stale "
                      "(a writer died) or damaged, from the embedded store (a write: waits for another writer)")
     col.set_defaults(func=cmd_collections)
+
+    add_serve_parser(sub)
 
     from ragcore.eval.bars_cli import add_bars_parser
 

@@ -33,6 +33,15 @@ from ragcore.settings.rules import (  # noqa: F401  (re-exported: the settings' 
     _check_fields, _choice, _rules, _setting, check_value, default_data_dir,
 )
 
+# `ragcore serve`'s variables, read by ragcore/settings/service.py (ServiceSettings; a test keeps
+# this list equal to its fields): named here so that the unknown-variable check lets them through
+SERVICE_VARIABLES = frozenset({
+    "RAGCORE_API_KEYS", "RAGCORE_SERVE_HOST", "RAGCORE_SERVE_PORT", "RAGCORE_SERVE_WORKERS",
+    "RAGCORE_SERVE_MAX_BODY_BYTES", "RAGCORE_SERVE_MAX_UPLOAD_BYTES", "RAGCORE_SERVE_DEADLINE_S",
+    "RAGCORE_SERVE_MAX_CONCURRENT", "RAGCORE_SERVE_MAX_QUEUED", "RAGCORE_SERVE_RETRY_AFTER_S",
+    "RAGCORE_SERVE_CORS_ORIGINS", "RAGCORE_SERVE_MAX_JOBS",
+})
+
 
 @dataclass(frozen=True, repr=False)
 class LlmSettings:
@@ -296,7 +305,7 @@ def known_variables() -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads."""
     names = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)}
     names |= {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    return frozenset(names | OTHER_VARIABLES)
+    return frozenset(names | OTHER_VARIABLES | SERVICE_VARIABLES)
 
 
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:
