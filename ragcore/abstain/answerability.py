@@ -64,6 +64,7 @@ class Support:
     lexical: float | None = None  # share of the question's content words in the top chunk
     best_sentence: float | None = None  # the composer's best score among the selection's sentences
     unseen: tuple[str, ...] = ()  # rare question words no chunk of the corpus contains (abstains)
+    uncovered: tuple[str, ...] = ()  # subjects the corpus never mentions, answered with a hedge (coverage.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -91,6 +92,14 @@ def describe(support: Mapping[str, Any], bar: float) -> str:
     if support.get("unseen"):
         line += "; the corpus never mentions " + ", ".join(f"“{w}”" for w in support["unseen"])
     return line
+
+
+def hedge_note(support: Mapping[str, Any]) -> str | None:
+    """The caveat an answer carries when the question names what the corpus never mentions."""
+    if not support.get("uncovered"):
+        return None
+    names = ", ".join(f"“{w}”" for w in support["uncovered"])
+    return f"hedged: the corpus never mentions {names}; the answer is about the rest of the question"
 
 
 def unseen_words(question: str, *, has_term: Callable[[tuple[str, ...]], bool],

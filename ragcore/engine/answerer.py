@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Generator, Iterator
 
-from ragcore.abstain.answerability import Support, assess
+from ragcore.abstain.answerability import Support, assess, hedge_note
+from ragcore.abstain.coverage import judge_coverage
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
@@ -45,6 +46,7 @@ class Resources:
     generator_for: Callable[[RagcoreSettings], object]  # one OpenAI-compatible generator per endpoint
     condense: Callable[[str, tuple[tuple[str, str], ...], RagcoreSettings], str]  # follow-up → standalone
     unseen_words: Callable[[str, str], tuple[str, ...]]  # rare question words no chunk of the collection contains
+    uncovered_subjects: Callable[[str, str, tuple[str, ...]], tuple[str, ...]]  # named subjects no chunk mentions
 
 
 class Answerer:
@@ -120,6 +122,8 @@ class Answerer:
         if support.basis == "corpus" and s.abstain_unseen_words:
             support = replace(support, unseen=self.r.unseen_words(q, req.collection))
         bar, source = self.r.abstain_bar(s, req.collection) if req.context != "selection" else (s.abstain_bar, "settings")
+        if support.basis == "corpus" and s.abstain_uncovered:
+            support = judge_coverage(support, self.r.uncovered_subjects(q, req.collection, support.unseen), bar)
         reason = abstain_reason(retrieved.evidence, support, bar)
         if reason is None and not s.llm.configured:
             composed = composed or composer.compose(q, retrieved.evidence)
@@ -162,6 +166,8 @@ class Answerer:
         text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
         checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
+        caveat = hedge_note(assessment.support.as_dict()) if not assessment.abstain_reason else None
+        actions += [caveat] if caveat else []
         notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []
         v = checked.validation
         if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):

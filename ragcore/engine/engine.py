@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ragcore.abstain.answerability import Support, assess, unseen_words
+from ragcore.abstain.coverage import uncovered_subjects
 from ragcore.engine.answerer import Answerer, Resources
 from ragcore.abstain.autocalibrate import AbstainBarInfo, bar_info, ensure_auto_calibration
 from ragcore.citations import SupportScorer
@@ -26,6 +27,7 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.followup import resolve_offline
 from ragcore.ingest.writer import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
+from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
 from ragcore.storage.store import Store
 from ragcore.abstain.topics import TopicIndex, TopicMatch
@@ -198,15 +200,29 @@ class Engine:
                 return server_has_terms(self.store.client, name, terms)
         return unseen_words(question, has_term=has_term, is_common=self.encoder.in_vocabulary)
 
+    def uncovered_subjects(self, question: str, collection: str | None = None, skip: Sequence[str] = ()) -> tuple[str, ...]:
+        """The question's named subjects that no chunk of the collection mentions (coverage.py)."""
+        name = collection or self.settings.collection
+        if self.store.is_embedded:
+            has_term = self.retriever.index(name).has_any_term
+        else:
+            from ragcore.retrieval.pools import server_has_terms
+
+            def has_term(terms: Sequence[str]) -> bool:
+                return server_has_terms(self.store.client, name, terms)
+        return uncovered_subjects(question, has_term=has_term, is_common=self.encoder.in_vocabulary, skip=skip)
+
     def closest_topic(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> TopicMatch | None:
         s = settings or self.settings
         q = self.encoder.encode([question])[0]  # cached: retrieval embedded the same text
         return self.topic_index(collection or s.collection).best(q, s.path_filter)
 
     @staticmethod
-    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool) -> RetrievalResult:
+    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
+              per_doc: int = EVIDENCE_PER_DOC) -> RetrievalResult:
         """Move top-K / threshold / dedupe over an existing pool without querying again."""
-        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe))
+        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
+                                                          per_doc=per_doc))
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;
@@ -253,6 +269,7 @@ class Engine:
             abstain_bar=lambda s, name: self.abstain_bar(s, name),
             generator_for=self._generator, condense=self._standalone,
             unseen_words=lambda q, name: self.unseen_words(q, name),
+            uncovered_subjects=lambda q, name, skip: self.uncovered_subjects(q, name, skip),
         )
 
     # ------------------------------------------------------------------ helpers
