@@ -91,6 +91,8 @@ def describe(support: Mapping[str, Any], bar: float) -> str:
     line = f"support {support['score']:.2f} {rel} abstain bar {bar:.2f}{detail}"
     if support.get("unseen"):
         line += "; the corpus never mentions " + ", ".join(f"“{w}”" for w in support["unseen"])
+    if support.get("uncovered"):  # answered all the same (coverage.judge_coverage): the caveat stays visible
+        line += "; answered with a hedge: the corpus never mentions " + ", ".join(f"“{w}”" for w in support["uncovered"])
     return line
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.abstain.answerability import Support
+from ragcore.abstain.answerability import Support, describe
 from ragcore.abstain.coverage import HEDGE_MARGIN, judge_coverage, subjects, uncovered_subjects
 from ragcore.encoders.sparse import tokenize
 from ragcore.engine.engine import Engine
@@ -89,5 +89,6 @@ def test_the_engine_abstains_on_a_subject_the_corpus_never_mentions(flask_like: 
     assert hedged.status in ("ok", "partial"), hedged.validation.guardrail_actions
     assert list(hedged.metadata["support"]["uncovered"]) == ["Oracle"]
     assert any(a.startswith("hedged: the corpus never mentions “Oracle”") for a in hedged.validation.guardrail_actions)
+    assert "answered with a hedge: the corpus never mentions “Oracle”" in describe(hedged.metadata["support"], 0.5)
     covered = flask_like.ask("How does Flask connect to the SQLite database?", settings=base)
     assert covered.status == "ok" and not covered.metadata["support"]["unseen"] and not covered.metadata["support"]["uncovered"]
