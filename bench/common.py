@@ -1,15 +1,16 @@
 """What every `ragcore bench` command shares: where results go, the machine they ran on, the
-sample of files and the questions they time (bench.py and bench_scale.py both use them)."""
+sample of files and the questions they time (cli.py and scale.py both use them)."""
 
 from __future__ import annotations
 
 import json
-import platform
 import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from ragcore.eval.sweep import machine  # noqa: F401  (one description of the machine for eval and bench results)
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "bench" / "results"
@@ -28,11 +29,6 @@ def pcts(ms: Sequence[float]) -> dict[str, float]:
             "mean_ms": round(float(a.mean()), 2), "n": int(a.size)}
 
 
-def machine() -> dict[str, Any]:
-    import os
-
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def write(results_dir: Path, name: str, payload: dict[str, Any], summary: str) -> Path:

@@ -8,7 +8,6 @@ and BM25), peak RSS and disk size. Engines:
   and searched by the in-process ``SearchIndex``.
 - ``edge-exact`` / ``edge-hnsw``: Qdrant's own engine in process (``qdrant-edge-py``, the optional
   core dependency); two branch queries fused here, since its prefetch + RRF returns only the fused score.
-- ``numpy-mmap``: a persisted index (float32 dense matrix and BM25 postings, memory-mapped; exact).
 - ``ragcore-snapshot``: ragcore's own query snapshot (``snapshot.py``, format 2) searched by
   ``SearchIndex`` + ``retrieval.pools.local_pool``: exact below ``dense_codes.APPROX_MIN`` chunks, a
   projected dense scan with exact rescoring above it (its recall is reported per size, and on real
@@ -40,9 +39,8 @@ import numpy as np
 from ragcore.settings.config import RagcoreSettings
 from ragcore.ingest.chunking import chunk_id
 from ragcore.retrieval.fusion import PoolEntry, rank_pool
-from ragcore.storage.search_index import qdrant_idf, top_indices
 from ragcore.encoders.sparse import Bm25Encoder, SparseVec
-from ragcore.storage.store import DENSE, SPARSE, chunk_context, chunk_from_payload, embed_text, point_id, utc_now
+from ragcore.storage.store import DENSE, SPARSE, chunk_context, embed_text, point_id, utc_now
 from ragcore.types import Chunk
 
 DIM = 384
@@ -265,96 +263,6 @@ def edge_pool(shard: Any, q_dense: np.ndarray, q_sparse: SparseVec, n: int, exac
     return merge_branches(dense_hits, sparse_hits, q_dense)
 
 
-# ------------------------------------------------------------------ engine (c): persisted numpy index
-
-
-def numpy_write(data: DataSet, store_dir: Path) -> dict[str, Any]:
-    """Dense matrix, BM25 postings (CSC: per term, its chunks and weights) and payloads, as files
-    that a reader memory-maps: nothing is rebuilt when a process opens them."""
-    store_dir.mkdir(parents=True, exist_ok=True)
-    dense = np.lib.format.open_memmap(store_dir / "dense.npy", mode="w+", dtype=np.float32, shape=(data.size, DIM))
-    for lo in range(0, data.size, 65_536):
-        dense[lo : lo + 65_536] = data.dense[lo : lo + 65_536]
-    dense.flush()
-    del dense
-    _write_postings(data, store_dir)
-    offsets = np.zeros(data.size + 1, dtype=np.int64)
-    with open(store_dir / "payload.jsonl", "wb") as f:
-        for i in range(data.size):
-            offsets[i + 1] = offsets[i] + f.write(json.dumps(payload_of(data.chunk(i), data.doc_chunks(i))).encode() + b"\n")
-    np.save(store_dir / "offsets.npy", offsets)
-    return {}
-
-
-def _write_postings(data: DataSet, store_dir: Path) -> None:
-    from scipy import sparse as sp
-
-    base = data.base
-    nb = len(base.chunks)
-    terms, cols = np.unique(base.terms, return_inverse=True)
-    reps, rest = divmod(data.size, nb)
-    lens = np.diff(base.indptr)
-    row_len = np.concatenate([np.tile(lens, reps), lens[:rest]])
-    indptr = np.concatenate([[0], np.cumsum(row_len)]).astype(np.int64)
-    idx = np.concatenate([np.tile(cols, reps), cols[: base.indptr[rest]]]).astype(np.int32)
-    val = np.concatenate([np.tile(base.weights, reps), base.weights[: base.indptr[rest]]])
-    csc = sp.csr_matrix((val, idx, indptr), shape=(data.size, len(terms))).tocsc()
-    np.save(store_dir / "terms.npy", terms.astype(np.uint32))
-    np.save(store_dir / "post_indptr.npy", csc.indptr.astype(np.int64))
-    np.save(store_dir / "post_docs.npy", csc.indices.astype(np.int32))
-    np.save(store_dir / "post_weights.npy", csc.data.astype(np.float32))
-
-
-class NumpyIndex:
-    """Exact cosine (one matrix-vector product) and exact BM25 with Qdrant's IDF over memory-mapped files."""
-
-    def __init__(self, root: Path) -> None:
-        # np.asarray: plain arrays over the mapped files; slicing np.memmap objects costs ~20 us each
-        self.dense = np.asarray(np.load(root / "dense.npy", mmap_mode="r"))
-        self.terms = np.load(root / "terms.npy")
-        self.indptr = np.load(root / "post_indptr.npy")
-        self.docs = np.asarray(np.load(root / "post_docs.npy", mmap_mode="r"))
-        self.weights = np.asarray(np.load(root / "post_weights.npy", mmap_mode="r"))
-        self.offsets = np.asarray(np.load(root / "offsets.npy", mmap_mode="r"))
-        self.payloads = np.asarray(np.memmap(root / "payload.jsonl", dtype=np.uint8, mode="r"))
-        self.n = len(self.dense)
-        self.df = np.diff(self.indptr).astype(np.float64)
-
-    def bm25(self, q: SparseVec) -> np.ndarray:
-        out = np.zeros(self.n, dtype=np.float32)
-        if not q.indices or not len(self.terms):
-            return out
-        idx = np.asarray(q.indices, dtype=np.uint32)
-        pos = np.minimum(np.searchsorted(self.terms, idx), len(self.terms) - 1)
-        hit = self.terms[pos] == idx
-        cols = pos[hit]
-        idf = np.asarray(q.values, dtype=np.float64)[hit] * qdrant_idf(self.df[cols], self.n)
-        for c, w in zip(cols, idf):
-            lo, hi = self.indptr[c], self.indptr[c + 1]
-            out[self.docs[lo:hi]] += self.weights[lo:hi] * np.float32(w)  # a term lists a chunk once
-        return out
-
-    def chunk(self, i: int) -> Chunk:
-        raw = bytes(self.payloads[self.offsets[i] : self.offsets[i + 1]])
-        return chunk_from_payload(json.loads(raw))
-
-
-def numpy_open(store_dir: Path) -> NumpyIndex:
-    return NumpyIndex(store_dir)
-
-
-def numpy_pool(idx: NumpyIndex, q_dense: np.ndarray, q_sparse: SparseVec, n: int) -> list[PoolEntry]:
-    """As ``retrieval.pools.local_pool``: both scores for every pool entry."""
-    dense = idx.dense @ q_dense.astype(np.float32)
-    sparse = idx.bm25(q_sparse)
-    d_top = top_indices(dense, n)
-    s_top = top_indices(sparse, n, positive_only=True)
-    d_rank = {i: r for r, i in enumerate(d_top, 1)}
-    s_rank = {i: r for r, i in enumerate(s_top, 1)}
-    return [PoolEntry(idx.chunk(i), float(dense[i]), float(sparse[i]), d_rank.get(i), s_rank.get(i))
-            for i in dict.fromkeys([*d_top, *s_top])]
-
-
 # ------------------------------------------------------------------ engine (c'): ragcore's own query snapshot
 
 
@@ -411,9 +319,6 @@ ENGINES: dict[str, EngineSpec] = {
         edge_open, lambda h, qd, qs, n: edge_pool(h, qd, qs, n, exact=False), 100_000,
         "the issue measured > 10 min and 17 GB peak RSS for the HNSW build at 1M, over this shared "
         "machine's 12 GB limit", needs="qdrant_edge"),
-    "numpy-mmap": EngineSpec(
-        "numpy-mmap", "(c) persisted numpy index: memory-mapped float32 matrix + BM25 postings, exact",
-        numpy_write, numpy_open, numpy_pool),
     "ragcore-edge": EngineSpec(
         "ragcore-edge", "(b') the embedded default: `Store.write_chunks` into Qdrant Edge, the store of record "
         "(`edge_client.py`), then `write_meta` publishes the query snapshot (the write column includes it); "
@@ -678,7 +583,7 @@ def _size_runs(size: int, engines: list[str], workdir: Path, limits: RunLimits, 
         (workdir / f"dense-{size}.npy").unlink(missing_ok=True)
     for f in workdir.glob(f"answers-*-{size}.json"):  # engines measured by an earlier run in this workdir
         answers.setdefault(f.name[len("answers-") : -len(f"-{size}.json")], json.loads(f.read_text()))
-    ref = "numpy-mmap" if answers.get("numpy-mmap") else next((n for n in answers if answers[n]), None)
+    ref = "ragcore-snapshot" if answers.get("ragcore-snapshot") else next((n for n in answers if answers[n]), None)
     out = {"reference": ref, **{n: agreement(answers[ref], a) for n, a in answers.items() if ref and n != ref and a}}
     return {**out, "projection_recall": recall} if recall else out
 
@@ -935,7 +840,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
     if args.render:  # the reasoning changed, the figures did not: no need for an hour's rerun
         payload = json.loads((args.results / "scale.json").read_text())
-        write_results(args.results, payload, payload["command"], VERDICT)
+        write_results(args.results, payload, payload["command"], verdict())
         print((args.results / "scale.md").read_text())
         return 0
     engines = [e for e in args.engines.split(",") if e]
@@ -961,90 +866,14 @@ def _save(args: argparse.Namespace, payload: dict[str, Any], command: str) -> No
     old = args.results / "scale.json"
     if args.merge and old.is_file():
         payload = merged(json.loads(old.read_text()), payload)
-    write_results(args.results, payload, command, VERDICT)
+    write_results(args.results, payload, command, verdict())
 
 
-# The reasoning below quotes the run committed with it (bench/results/scale.json); `--render`
-# rewrites scale.md from that JSON after an edit here.
-VERDICT = """\
-Rows are dated (last column). The 2026-11-23 rows (numpy-mmap, ragcore-snapshot, ragcore-edge) ran
-on a quiet machine (load 1-4) on the current chunker's 7,083 base chunks; the 2026-11-22 rows (qdrant-local,
-edge-*) ran at load 7-17 on the previous chunker's 7,065, and their agreement rows compare them
-with that run's numpy-mmap. Wall-clock latencies at load 10+ are 2-6x the CPU time each query cost,
-so the CPU column (this process's CPU time, all its threads) is the fairer comparison across dates.
 
-- **(a) local mode + SearchIndex is out as the query engine.** Written in one session, as an
-  ingest writes (with its SQLite files in write-ahead-log mode, `local_storage.py`), it took
-  523 points/s at 10k and 392 at 100k; but it holds every point in memory and loads them all on
-  open: 5.6 s to open at 10k, 131 s and 3.7 GB RSS at 100k, 4.2 GB to write 100k, so about 40 GB
-  at 1M (extrapolated), more than this machine has. It fails "open <= 2 s" at 10k. (The first runs,
-  2026-11-22, measured 16-31 points/s: their writer reopened the store for every batch of 512,
-  loading every point written so far; an ingest never did that.)
-- **An exact dense scan cannot meet p95 <= 50 ms at 1M here.** It reads 1M x 384 x 4 B = 1.5 GB per
-  query: numpy-mmap costs 180/199 ms CPU (p50/p95), edge-exact 136/155 ms. HNSW's build is the
-  obstacle for (b): 44 s at 10k, unfinished after 11 min at 100k, > 10 min and 17 GB per the issue at 1M.
-- **(c) ragcore's query snapshot, format 2, meets every target at 1M**: open 0.021 s (0.12 s with the
-  first query; a cold process answers in 0.74 s including Python's start and imports), hybrid
-  32/45 ms wall and 31/43 ms CPU (p50/p95), 2.5 GB peak RSS while querying and 3.2 GB on disk. Nothing
-  is read whole on open: every file is memory-mapped, chunks are decoded per row (`chunk_table.py`),
-  BM25 is summed from the query terms' postings only, and the name index is written at publish.
-  (Before, format 1 read chunks.json whole: 88 s to open, 9.0 GB RSS, 141/179 ms CPU at 1M; 2.95 s to
-  open at 100k.) Most of the 2.5 GB is file pages the process has touched (the 256 MB projection on
-  every query, the rows it rescored, the postings), shared with the page cache.
-- **Below 200,000 chunks results are identical to the exact search** (dense top-10, BM25 scores and
-  the fused list equal numpy-mmap's at 10k and 100k; a test checks bit-for-bit equality with the
-  format-1 code) at the same cost: 3.9/4.7 ms CPU at 10k, 19/21 ms at 100k.
-- **From 200,000 chunks the dense branch is approximate**: a 64-d PCA projection of the vectors
-  (`dense_codes.py`, fitted at publish) is scanned, its best M = 4,000 rows are rescored exactly, and
-  every pool entry (BM25-only hits too) carries its exact cosine. On real MiniLM vectors (the Django
-  and Git collections' own matrices and their QA questions, answerable and not) dense recall@10 is
-  0.998-0.999 at M = 1,000 and 0.999-1.0 at M = 4,000 (recall table). Sign bits with Hamming
-  distance, the first candidate, needed ~8% of the collection rescored for 0.99 on the same vectors
-  (0.91 / 0.97 / 0.98 / 0.99 at M = 100 / 250 / 500 / 1,000 on the 12,363, 125 of the questions)
-  and cost no less to scan in numpy (15-17 ms at 1M, as the 64-d product).
-  On the synthetic random vectors recall is low (0.15 at 1M): random 384-d vectors have no principal
-  directions, the worst case for any projection, so the 1M agreement row shows different dense
-  top-10s. Real recall at 1M is not measured (no million real vectors here); raising
-  `SearchIndex.approx_min` keeps any collection exact at the exact scan's cost.
-- **(b) qdrant-edge exact as the query engine** costs about the same CPU per query as numpy's exact
-  scan, but its open grows with size (1.2 s at 10k, 5.0 s at 100k, 23.6 s at 1M here), it took 4.6 GB
-  RSS to query and 6.1 GB to write at 1M, one process per shard, prefetch + RRF returns only the
-  fused score, no LlamaIndex vector store, and a 0.x API that changed between releases.
-- **(b') Qdrant Edge as the store of record, the snapshot as the query engine: the embedded
-  default (`ragcore-edge`).** What local mode could not do, Edge does: a million chunks written
-  through `Store.write_chunks` (the ingest's own write: the payload LlamaIndex's `QdrantVectorStore`
-  writes, BM25 computed on the way in) and the query snapshot published from the store, in 1,157 s
-  (864 points/s end to end; the writes alone ran at ~1,300 points/s, the rest is the publish) at
-  9.1 GB peak RSS, of which ~3.8 GB are Edge's own files mapped while the publish scrolls them
-  (file pages the kernel can drop). At 100k: 854 points/s and 1.2 GB peak, against local mode's 392
-  points/s and 4.2 GB. Disk is the files' apparent size: Edge preallocates its log and storage
-  files (sparse; a 227-chunk collection is 2 MB on disk, 165 MB apparent), and the figure includes
-  the snapshot (~3.2 GB at 1M). Queries never open Edge, so they are the snapshot's: 38 ms p95 and
-  0.24 s to open with the first query at 1M, a cold process answering in 0.62 s. Edge opens only
-  for writers (one process at a time, as local mode: its log is locked); readers use the snapshot.
-  A publish at 1M first had to be made lean: chunks loaded as their table rows, vectors into one
-  preallocated matrix, BM25 as one CSR (the first attempt, with `Chunk` objects and per-chunk
-  tuples, passed 12 GB and was stopped by the watchdog).
-
-**Choice: Qdrant Edge (`qdrant-edge-py`, pinned) as the embedded store of record, and (c), ragcore's
-query snapshot (a persisted, memory-mapped numpy index), for every read a question makes.** The
-snapshot is written at the end of each write and keyed by corpus version: it opens in milliseconds
-at every size, lets several processes read while one writes, keeps every score explainable (cosine,
-BM25, fused per chunk), is exact up to 200,000 chunks and meets p95 <= 50 ms at 1M with the
-projection. Edge keeps Qdrant's collection schema (named dense cosine + sparse BM25 with the IDF
-modifier) and writes 1M chunks on this machine; `RAGCORE_QDRANT_URL` stays the way to grow to a
-server or cluster, point for point. LlamaIndex has no vector store for either engine, so
-`SnapshotVectorStore` is one (`Engine.vector_store`). A data folder written by local mode is copied
-into Edge the first time it is opened (`edge_migrate.py`); `RAGCORE_EMBEDDED_ENGINE=local` keeps
-local mode.
-
-Two entries of scale.json were edited by hand in the 2026-11-22 run, and only these: the edge-hnsw
-100k row's error text (the worker was stopped by hand, which the tool could only report as "exit
--15"), and the 10k qdrant-local agreement row, restored from that run's first command's output.
-The agreement rows were restored once more from the committed file after the 2026-11-23 06:56
-qdrant-local run, whose merge named that engine (alone in its workdir) the reference; the merge now
-keeps the earlier reference when a run compares nothing.
-"""
+def verdict() -> str:
+    """The decision the committed run supports, kept as prose in bench/scale-decision.md."""
+    text = (Path(__file__).with_name("scale-decision.md")).read_text(encoding="utf-8")
+    return text.split("\n\n", 2)[2]  # the prose after the title and the note on how it is rendered
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.engine import Engine
-from tests.test_verbatim import (
+from tests.integration.test_verbatim import (
     DJANGO_LIST_QUESTIONS,
     DJANGO_PAGES,
     DJANGO_QUESTIONS,

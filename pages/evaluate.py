@@ -22,7 +22,8 @@ from ragcore.eval.metrics import ndcg_at_k, recall_at_k
 from ragcore.eval.paired import paired_deltas
 from ragcore.eval.report import TABLE_COLUMNS, load_saved_runs, save_run, trend_rows
 from ragcore.eval.runner import EvalRun, QuestionRecord, failure_reasons, locate_doc, mapper_from_records
-from ragcore.eval.sweep import METRIC_LABELS, EvalReport, SweepError, evaluate
+from ragcore.eval.charts import METRIC_LABELS
+from ragcore.eval.sweep import EvalReport, SweepError, evaluate
 from ui import state
 from ui.render import fmt_ms, md_escape, md_inline, viewer_params
 

@@ -13,7 +13,7 @@ import pytest
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.engine import Engine
-from tests.openai_server import openai_server  # noqa: F401  (fixture)
+from tests.support.openai_server import openai_server  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "demo"
@@ -42,6 +42,27 @@ def make_engine(tmp_path: Path, encoder: OnnxMiniLM) -> Iterator[Callable[..., E
         s = RagcoreSettings(data_dir=data_dir, **overrides)
         e = Engine(s, encoder=encoder)
         engines.append(e)
+        return e
+
+    yield make
+    for e in engines:
+        e.close()
+
+
+@pytest.fixture(scope="module")
+def ingested_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Callable[..., Engine]]:
+    """Files (relative path → text or bytes) ingested into a fresh engine, once per test module.
+
+    ``calibrate=False`` by default: the label-free abstain bar costs a few seconds an ingest and only
+    tests of abstaining need it."""
+    engines: list[Engine] = []
+
+    def make(files: dict[str, str | bytes], collection: str = "test", *, calibrate: bool = False, **settings) -> Engine:
+        root = write_corpus(tmp_path_factory.mktemp("corpus"), files)
+        e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("data"), collection=collection, **settings),
+                   encoder=encoder)
+        engines.append(e)
+        e.ingest([root], collection, calibrate=calibrate)
         return e
 
     yield make

@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.test_hostile_corpus import Sizes, build_hostile_corpus  # noqa: E402
-from tests.test_ingest_discovery import deep_folders  # noqa: E402
+from tests.integration.test_hostile_corpus import Sizes, build_hostile_corpus  # noqa: E402
+from tests.unit.ingest.test_ingest_discovery import deep_folders  # noqa: E402
 
 FULL = Sizes(
     max_file_bytes=20_000_000, max_file_chunks=5000, huge_line_bytes=20_000_000, short_lines=1_000_000,

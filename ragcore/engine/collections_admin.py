@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ragcore.ingest.read.loaders import read_bytes
-from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version, discover
+from ragcore.ingest.discover import discover
+from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version
 from ragcore.engine.engine import Engine
 from ragcore.storage.store import StoreError, utc_now
 
@@ -24,7 +25,7 @@ COPY_BATCH = 256  # points per scroll/upsert while renaming: bounds memory for l
 
 
 class Cancelled(Exception):
-    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/pipeline.py)."""
+    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/writer.py)."""
 
 
 class AdminError(StoreError):

@@ -125,7 +125,7 @@ class LlamaIndexBaseline:
 
     def _files(self) -> list[tuple[str, Path]]:
         from ragcore.ingest.read.loaders import kind_for
-        from ragcore.ingest.writer import discover
+        from ragcore.ingest.discover import discover
 
         root, sources = discover([self.corpus_dir])
         return [(s.rel, s.path) for s in sources if s.path is not None and kind_for(s.path) is not None]

@@ -141,7 +141,7 @@ def _write_and_print(args: argparse.Namespace, report, settings) -> None:
     import json
 
     from ragcore.eval.report import markdown, report_dict, save_run, write_json
-    from ragcore.eval.sweep import write_charts
+    from ragcore.eval.charts import write_charts
 
     saved = None if args.no_save else save_run(report, settings.data_dir)
     json_path = write_json(report, args.out) if args.out else saved

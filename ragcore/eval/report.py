@@ -27,7 +27,8 @@ import numpy as np
 from ragcore.eval.metrics import Summary, ndcg_at_k
 from ragcore.eval.paired import paired_deltas
 from ragcore.eval.runner import EvalRun, QuestionRecord, recommend_bar
-from ragcore.eval.sweep import METRIC_LABELS, EvalReport, SweepGroup, sweep_rows
+from ragcore.eval.charts import METRIC_LABELS, sweep_rows
+from ragcore.eval.sweep import EvalReport, SweepGroup
 
 __all__ = [
     "FORMAT",

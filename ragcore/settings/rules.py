@@ -1,0 +1,234 @@
+"""The rule machinery behind every setting: a field's :class:`Rule` (kind, range, choices), parsing a
+variable's text into a typed value, and the one error type, :class:`ConfigError`, whose message names
+the variable, the value and what is allowed. ``config.py`` declares the settings with these rules."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_args
+
+from ragcore.safety.redact import redact_url
+
+ENV_PREFIX = "RAGCORE_"
+LLM_ENV_PREFIX = "RAGCORE_LLM_"
+# Variables that were renamed: setting the old name is an error that names the new one.
+RENAMED_VARIABLES = {"RAGCORE_MODE": "RAGCORE_RETRIEVAL_MODE"}
+# RAGCORE_* variables that are not settings but are read elsewhere (the unknown-variable check
+# must let them through): RAGCORE_DEBUG shows CLI tracebacks, RAGCORE_APP_WARMUP the app's warm-up.
+OTHER_VARIABLES = frozenset({"RAGCORE_DEBUG", "RAGCORE_APP_WARMUP"})
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+HIDDEN = "(hidden)"
+
+
+class ConfigError(ValueError):
+    """A setting with a value it may not have (or an unknown setting): the message names the
+    variable or field, the value (never a secret's) and what is allowed."""
+
+
+def default_data_dir() -> Path:
+    """Where embedded Qdrant and notebooks live unless RAGCORE_DATA_DIR says otherwise.
+
+    ``~/.local/share/ragcore`` (or ``$XDG_DATA_HOME/ragcore``): outside the work tree, so a
+    clone stays clean and every checkout of the app sees the same collections.
+    """
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "ragcore"
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one field accepts. ``kind``: int, float, bool, choice, str, url, path or strs."""
+
+    kind: str
+    ge: float | None = None
+    le: float | None = None
+    gt: float | None = None
+    also: tuple[float, ...] = ()  # single values allowed outside the range (threshold: -1)
+    choices: tuple[str, ...] = ()
+    optional: bool = False  # None (or "") means "not set"
+    secret: bool = False  # the value is never shown
+
+    def allowed(self) -> str:
+        """What the field accepts, in words: ends every error message."""
+        if self.kind in ("int", "float"):
+            noun = "an integer" if self.kind == "int" else "a finite number"
+            if self.ge is not None and self.le is not None:
+                text = f"{noun} from {_num(self.ge)} to {_num(self.le)}"
+            elif self.gt is not None:
+                text = f"{noun} > {_num(self.gt)}"
+            else:
+                text = f"{noun} ≥ {_num(self.ge)}"
+            return text + "".join(f", or {_num(a)}" for a in self.also)
+        if self.kind == "choice":
+            text = _or(self.choices)
+        else:
+            text = {
+                "bool": "true or false (also 1/0, yes/no, on/off)",
+                "str": "a non-empty string",
+                "url": "an http:// or https:// URL",
+                "path": "a folder path",
+                "strs": "a list of non-empty strings (separated by ; in the environment)",
+            }[self.kind]
+        return text + (" (or not set)" if self.optional else "")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _or(choices: tuple[str, ...]) -> str:
+    quoted = [repr(c) for c in choices]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _setting(default: Any, kind: str, **rule: Any) -> Any:
+    """A dataclass field whose rule travels with it (``metadata["rule"]``)."""
+    if callable(default):
+        return field(default_factory=default, metadata={"rule": Rule(kind, **rule)}, repr=not rule.get("secret"))
+    return field(default=default, metadata={"rule": Rule(kind, **rule)}, repr=not rule.get("secret"))
+
+
+def _choice(default: str, literal: Any) -> Any:
+    return _setting(default, "choice", choices=tuple(get_args(literal)))
+
+
+class _Bad(Exception):
+    """Internal: the value does not fit its rule (the caller writes the message)."""
+
+
+def _in_range(rule: Rule, x: float) -> bool:
+    if x in rule.also:
+        return True
+    return ((rule.ge is None or x >= rule.ge) and (rule.le is None or x <= rule.le)
+            and (rule.gt is None or x > rule.gt))
+
+
+def _typed(rule: Rule, value: Any) -> Any:
+    """``value`` (already a Python object) checked against ``rule`` and normalised."""
+    if rule.optional and (value is None or value == ""):
+        return None
+    kind = rule.kind
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, (numbers.Integral, float)):
+            raise _Bad
+        if isinstance(value, float) and not value.is_integer():
+            raise _Bad
+        out: Any = int(value)
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+            raise _Bad
+        out = float(value)
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise _Bad
+        return value
+    elif kind == "choice":
+        if value not in rule.choices:
+            raise _Bad
+        return value
+    elif kind == "path":
+        if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+            raise _Bad
+        return Path(value)
+    elif kind == "strs":
+        if isinstance(value, str) or not isinstance(value, (tuple, list)):
+            raise _Bad
+        if not all(isinstance(s, str) and s.strip() for s in value):
+            raise _Bad
+        return tuple(value)
+    else:  # str, url
+        if not isinstance(value, str) or not value.strip():
+            raise _Bad
+        if kind == "url" and not value.strip().lower().startswith(("http://", "https://")):
+            raise _Bad
+        return value
+    if not _in_range(rule, out):
+        raise _Bad
+    return out
+
+
+def _parsed(rule: Rule, raw: str) -> Any:
+    """A string (an environment variable, a secrets.toml string) as the field's type, checked."""
+    text = raw.strip()
+    kind = rule.kind
+    try:
+        if kind == "int":
+            value: Any = int(text)
+        elif kind == "float":
+            value = float(text)
+        elif kind == "bool":
+            if text.lower() not in TRUE_WORDS + FALSE_WORDS:
+                raise _Bad
+            value = text.lower() in TRUE_WORDS
+        elif kind == "choice":
+            value = text.lower()
+        elif kind == "path":
+            value = Path(text).expanduser() if text else text
+        elif kind == "strs":
+            value = tuple(s.strip() for s in text.split(";") if s.strip())
+        else:
+            value = text
+    except ValueError:
+        raise _Bad from None
+    return _typed(rule, value)
+
+
+def _shown(rule: Rule, value: Any, from_text: bool) -> str:
+    """The value as an error message shows it: secrets hidden, URL credentials removed,
+    control characters escaped."""
+    if rule.secret:
+        return HIDDEN
+    if rule.kind == "url" and isinstance(value, str):
+        value = redact_url(value)
+    if from_text and isinstance(value, str):
+        return value if value.isprintable() and value.strip() else repr(value)
+    return repr(value)
+
+
+def check_value(name: str, rule: Rule, value: Any, label: str | None = None, where: str = "") -> Any:
+    """``value`` for the field ``name`` checked and normalised; strings are parsed as the
+    environment writes them when the field is not a string field. ``label`` is what the user
+    wrote (``RAGCORE_TOP_K``, ``llm.temperature``; default: the field name), ``where`` an
+    optional " in FILE"."""
+    from_text = label is not None and isinstance(value, str)
+    try:
+        if isinstance(value, str) and rule.kind not in ("str", "url"):
+            return _parsed(rule, value)
+        return _typed(rule, value.strip() if isinstance(value, str) else value)
+    except _Bad:
+        shown = _shown(rule, value, from_text)
+        raise ConfigError(f"{label or name}={shown}{where} is not allowed: {name} must be {rule.allowed()}") from None
+
+
+def _check_fields(obj: Any) -> None:
+    """Validate and normalise every field of a settings dataclass, in place (it is frozen)."""
+    problems: list[str] = []
+    for f in fields(obj):
+        rule = f.metadata.get("rule")
+        if rule is None:
+            continue
+        try:
+            value = check_value(f.name, rule, getattr(obj, f.name))
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        object.__setattr__(obj, f.name, value)
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def _rules(cls: type) -> dict[str, Rule]:
+    return {f.name: f.metadata["rule"] for f in fields(cls) if "rule" in f.metadata}
+
+
+# --------------------------------------------------------------------------- LLM endpoint

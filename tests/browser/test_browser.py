@@ -1,0 +1,488 @@
+"""Real-browser tests: `streamlit run app.py` + Debian's headless chromium via Playwright.
+
+One app server is shared by the module (a fresh data directory, so the first test watches a cold
+start: the app ingests the user guide). Cold start: Streamlit's automatic list of the pages/
+files ("app, evaluate, library…") must never appear, and the app's own navigation must appear
+within 2 s of the first response. Then: a question the guide answers, its citation read in place
+(hover and the preview beside the answer) and opened in the viewer; the lab's controls not
+changing the notebook until applied; the lab's table fitting 1280 px with every retrieval signal on
+(no sideways scroll, full text on hover); the notebook's evidence table fitting 1280 and 1400 px, full text on hover;
+a background ingest that the analyst cancels while using
+the app; renaming and deleting that collection; settings surviving a restart of the app; Stop
+on a slow model. All along, the browser must fetch nothing from a host other than the app's.
+Screenshots are saved in the tests' tmp folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support.app_support import AppServer
+from tests.support.openai_server import ScriptedOpenAIServer, Text
+from tests.conftest import REPO
+
+ROOT = REPO
+CHROMIUM = "/usr/bin/chromium"
+QUESTION = "What does the threshold apply to?"
+NAV_TITLES = ["Notebook", "Retrieval lab", "Library", "Evaluate", "Settings"]  # ui/shell.py's PAGES
+NAV_WITHIN_S = 2.0
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# Runs in the page before Streamlit's own scripts. It records every moment Streamlit's own
+# sidebar navigation (the automatic pages/ list) is in the DOM, however briefly, and when the
+# app's navigation links first appear, on the page's clock (performance.now()).
+_WATCH_NAV_JS = """
+window.__rcNav = {auto: [], navAt: null};
+new MutationObserver(() => {
+  const auto = document.querySelectorAll('[data-testid="stSidebarNav"], [data-testid="stSidebarNavLink"]');
+  if (auto.length) window.__rcNav.auto.push([performance.now(), [...auto].map(e => e.innerText.trim()).join(" | ")]);
+  if (window.__rcNav.navAt === null) {
+    const links = [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stPageLink"] a')];
+    if (links.length >= %d) window.__rcNav.navAt = performance.now();
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true});
+""" % len(NAV_TITLES)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("browser-shots")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{CHROMIUM} is missing; CI must install Debian's chromium (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is missing: install it with `apt-get install chromium` to run the browser test")
+    pytest.importorskip("playwright.sync_api")
+    d = tmp_path_factory.mktemp("browser-app")
+    srv = AppServer(d / "data", d / "streamlit.log")
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)  # a busy machine
+    yield pg
+    context.close()
+    remote = sorted({u for u in requests if urlsplit(u).scheme in ("http", "https", "ws", "wss")
+                     and urlsplit(u).hostname not in LOCAL_HOSTS})
+    assert not remote, f"the app fetched from the internet: {remote}"
+
+
+def _shot(page, folder: Path, name: str) -> Path:
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    return path
+
+
+def _idle(page, timeout_s: float = 60.0) -> None:
+    """Wait until the app's script run has finished (Streamlit's running indicator is gone): on a
+    loaded machine a click made mid-run is answered only after the run it interrupts."""
+    page.wait_for_function("() => !document.querySelector(\"[data-testid='stStatusWidgetRunningIcon'], "
+                           "[data-testid='stStatusWidgetRunningManIcon']\")", timeout=timeout_s * 1000, polling=100)
+    time.sleep(0.5)  # a rerun the last event queued starts within this
+
+
+def _slider_to(page, value: str, tries: int = 60) -> None:
+    """Move the focused threshold slider to ``value`` with the keyboard. Under load a rerun can
+    re-render the slider between key presses and drop some of them, so keep pressing until the
+    slider reads ``value`` (what is tested is where the value ends up, not how many presses)."""
+    for _ in range(tries):
+        _idle(page)
+        now = page.evaluate("sel => document.querySelector(sel).getAttribute('aria-valuetext')", THRESHOLD)
+        if now == value:
+            return
+        _threshold_slider(page).focus()
+        page.keyboard.press("ArrowRight" if float(now) < float(value) else "ArrowLeft")
+    raise AssertionError(f"the threshold slider did not reach {value}")
+
+
+def _nav(page, title: str) -> None:
+    """Navigate inside the app (same session): a page load would start a new session. Returns once
+    the page's own heading shows (until then the previous page's text is still on screen)."""
+    page.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a", has_text=title).click()
+    page.locator("[data-testid='stMainBlockContainer'] h2", has_text=title).first.wait_for()
+    _idle(page)  # and the run has ended: the previous page's elements are gone
+
+
+def _ask(page, question: str = QUESTION) -> None:
+    box = page.locator("textarea[data-testid='stChatInputTextArea']")
+    box.wait_for()
+    box.fill(question)
+    box.press("Enter")
+
+
+def test_cold_start_ask_and_read_a_citation_in_place(server, page, shots):
+    # first start: the app ingests docs/ into "guide", then shows the notebook; the navigation's
+    # delay is asserted at the end, so that a slow machine still checks everything else
+    nav_delay = _watch_cold_start(page, server.url, shots)
+    t0 = time.monotonic()
+    _ask(page)
+    inline = page.locator("[data-testid='stMarkdownContainer'] a[href^='#cited-']").first
+    inline.wait_for()
+    print(f"first answer with citations after {time.monotonic() - t0:.1f} s (cold composer)")
+    page.get_by_text("composing the answer").first.wait_for(state="detached")
+    # hover: the [n] carries its passage (provenance and text) as its hover text; no link to a new tab
+    title = inline.get_attribute("title") or ""
+    assert re.match(r"［\d+］ [\w./-]+\.md:\d+", title) and "cosine" in title and "support" in title, title
+    assert page.locator("[data-testid='stMarkdownContainer'] a[href*='library?path=']").count() == 0
+    # beside the answer: the first citation's passage, cited lines highlighted, with its scores
+    preview = page.locator("[data-testid='stHorizontalBlock'] .rc-src").first
+    preview.wait_for()
+    assert preview.locator(".rc-line.hl").count() >= 1
+    pills = page.get_by_role("radio", name=re.compile(r"^\s*\[\d+\]\s*$"))  # st.pills
+    assert pills.count() >= 1
+    if pills.count() > 1:  # another [n]: the panel shows that passage instead
+        first_text = preview.inner_text()
+        pills.nth(1).click()
+        page.wait_for_function("t => document.querySelector(\"[data-testid='stHorizontalBlock'] .rc-src\").innerText !== t",
+                               arg=first_text)
+    _shot(page, shots, "1-notebook-citation-preview")
+    # 'open in viewer' stays: same tab, the Library's viewer at the cited lines
+    pages_before = len(page.context.pages)
+    page.get_by_role("link", name="Open in the source viewer").first.click()
+    hl = page.locator(".rc-src .rc-line.hl")
+    page.get_by_text(re.compile(r"Cited lines? \d+")).first.wait_for()
+    assert hl.count() >= 1 and len(page.context.pages) == pages_before
+    assert re.search(r"/library\?", page.url), page.url
+
+    # the same question again, now warm: well under 3 s to citations
+    _nav(page, "Notebook")
+    before = page.locator("[data-testid='stMarkdownContainer'] a[href^='#cited-']").count()
+    t0 = time.monotonic()
+    _ask(page)
+    page.wait_for_function(
+        "n => document.querySelectorAll(\"[data-testid='stMarkdownContainer'] a[href^='#cited-']\").length > n", arg=before)
+    warm = time.monotonic() - t0
+    print(f"warm answer with citations after {warm:.2f} s")
+    assert warm < 3.0, warm
+    # the 2 s target is for a machine with a core to spare; on a loaded one it scales with the run
+    # queue (load average per core), so a busy CI box tests the same thing instead of its load
+    allowed = NAV_WITHIN_S * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    print(f"navigation {nav_delay:.2f} s after the first response (allowed {allowed:.2f} s at this load)")
+    assert nav_delay <= allowed, f"the navigation took {nav_delay:.2f} s after the first response (allowed {allowed:.2f} s)"
+
+
+THRESHOLD = "[data-testid='stMain'] input[type='range'][aria-label='Threshold (cosine)']"  # Streamlit 1.67's slider
+
+
+def _threshold_slider(page):
+    return page.locator(THRESHOLD)
+
+
+def _lab_ask(page, question: str = QUESTION, tries: int = 3) -> None:
+    """Ask in the lab and wait for its table. On a loaded machine a question typed while a rerun is
+    redrawing the page can be lost with the input it was typed into (the run replaces the element):
+    wait until the app is idle before typing, and type it again if no table comes."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(tries):
+        _idle(page)
+        q = page.get_by_role("textbox", name="Question")
+        q.fill(question)
+        q.press("Enter")
+        try:
+            page.locator(".rc-lab table").first.wait_for(timeout=45_000)
+            return
+        except PlaywrightTimeout:
+            print(f"the lab showed no table after try {attempt + 1}")
+    raise AssertionError(f"the lab showed no table after {tries} tries")
+
+
+def test_the_lab_does_not_change_the_notebook_until_applied(server, page, shots):
+    page.goto(server.url + "/")
+    # run alone, this test meets the demo ingest of a cold start: the notebook shows once it is done
+    page.locator("textarea[data-testid='stChatInputTextArea']").wait_for(timeout=240_000)
+    _nav(page, "Retrieval lab")
+    _lab_ask(page)
+    thumb = _threshold_slider(page)
+    thumb.focus()
+    for _ in range(29):  # fast keyboard moves, as in the report
+        page.keyboard.press("ArrowRight")
+    _slider_to(page, "0.29")
+    # the lab ran with what its slider shows: it now differs from the notebook (0.00)
+    page.get_by_role("button", name="Use these settings in the notebook").and_(page.locator(":enabled")).wait_for()
+    _idle(page)
+    _shot(page, shots, "2-retrieval-lab")
+    assert not page.locator("[data-testid='stSidebar'] [data-testid='stSlider']").count(), "no retrieval slider in the sidebar"
+    _nav(page, "Notebook")
+    caption = page.get_by_text(re.compile(r"^Asking .* threshold"))
+    caption.first.wait_for()
+    assert "threshold 0.00" in caption.first.inner_text()
+    # explicitly: the lab's settings into the notebook. What the lab's slider shows is what it used
+    # and what is applied: a key press dropped on a busy machine must not leave it showing 0.29
+    # while using 0.28 (ui.state.bound adopts the widget's value)
+    _nav(page, "Retrieval lab")
+    _idle(page)
+    page.get_by_role("button", name="Use these settings in the notebook").click()
+    toast = page.get_by_text("The notebook now uses").first
+    toast.wait_for()
+    assert "threshold 0.29" in toast.inner_text(), toast.inner_text()
+    _idle(page)
+    _nav(page, "Notebook")
+    page.get_by_text(re.compile(r"^Asking .* threshold 0\.29")).first.wait_for()
+
+
+# the lab's chunk table (ui/labtable.py, in st.html): overflow of its box, and where the score headers end
+_LAB_FIT_JS = """() => {
+  const box = document.querySelector("[data-testid='stMainBlockContainer'] .rc-lab");
+  const heads = Object.fromEntries([...box.querySelectorAll("th")].map(th => [th.innerText.trim(), th.getBoundingClientRect().right]));
+  return {overflow: box.scrollWidth - box.clientWidth, heads: heads, viewport: window.innerWidth,
+          pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+}"""
+
+
+def test_the_lab_table_fits_1280_px_with_every_signal_on_and_shows_full_text_on_hover(server, page, shots):
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.goto(server.url + "/")
+    page.locator("textarea[data-testid='stChatInputTextArea']").wait_for(timeout=240_000)
+    _nav(page, "Retrieval lab")
+    _lab_ask(page)
+    page.get_by_role("button", name="Signals").click()
+    for label, value in (("Field weight (titles, sections, anchors, file names)", "2"), ("Expansion terms (0 = off)", "5")):
+        _idle(page)
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+        page.get_by_text(re.compile(r"^Signals: .*" + ("field weight 2" if value == "2" else "5 expansion terms"))).first.wait_for()
+    page.keyboard.press("Escape")
+    expanded = page.get_by_text("expanded with:").first
+    expanded.wait_for()
+    # the signals on by default stay on, and the expansion terms carry their weights (the best at
+    # the default 0.30): the popover's other controls are not reset to their minimum when it opens
+    summary = page.get_by_text(re.compile(r"^Signals: ")).first.inner_text()
+    assert "document decay 1" in summary and "named pages 0.6" in summary, summary
+    assert "(0.30)" in expanded.inner_text(), expanded.inner_text()
+    page.mouse.move(5, 990)  # no popover or tooltip over the table
+    _idle(page)
+    _shot(page, shots, "2b-retrieval-lab-signals-1280")
+    fit = page.evaluate(_LAB_FIT_JS)
+    # every signal column on (field, doc, doc #): locator, section and passage give way, the scores stay in view
+    assert fit["overflow"] == 0 and fit["pageOverflow"] <= 0, fit
+    for head in ("rank", "kept / cut", "cosine", "BM25", "fused", "field", "doc", "doc #"):
+        assert head in fit["heads"] and fit["heads"][head] <= fit["viewport"], (head, fit)
+    # a shortened cell shows its full text on hover (the browser's title tooltip)
+    table = page.locator(".rc-lab table")
+    cell = table.locator("td.loc", has_text="…").first
+    cell.hover()
+    shown, title = cell.inner_text(), cell.get_attribute("title") or ""
+    head, tail = shown.split("…")
+    assert re.fullmatch(r"[\w./-]+\.md:\d+-\d+", title) and title.startswith(head) and title.endswith(tail), (shown, title)
+    assert table.locator("td.txt").first.get_attribute("title"), "the passage on hover"
+    assert (table.locator("tr.cut td.st").first.get_attribute("title") or "").startswith("Cut: ")
+
+
+# the notebook's evidence table (ui/cells.py evidence_table_html, in st.html): its box, its table and
+# the header cells, measured as laid out
+_EVIDENCE_FIT_JS = """() => {
+  const box = document.querySelector("[data-testid='stMainBlockContainer'] .rc-ev");
+  const r = e => e.getBoundingClientRect();
+  const heads = Object.fromEntries([...box.querySelectorAll("th")].map(th => [th.innerText.trim(), r(th).right]));
+  return {overflow: box.scrollWidth - box.clientWidth, tableRight: r(box.querySelector("table")).right,
+          boxRight: r(box).right, heads: heads, viewport: window.innerWidth,
+          pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+}"""
+
+
+def test_the_evidence_table_fits_and_shows_full_text_on_hover(server, page, shots):
+    page.goto(server.url + "/")
+    # run alone, this test meets the demo ingest of a cold start: the notebook shows once it is done
+    page.locator("textarea[data-testid='stChatInputTextArea']").wait_for(timeout=240_000)
+    before = page.locator("[data-testid='stMarkdownContainer'] a[href^='#cited-']").count()
+    _ask(page)
+    page.wait_for_function(
+        "n => document.querySelectorAll(\"[data-testid='stMarkdownContainer'] a[href^='#cited-']\").length > n", arg=before)
+    page.get_by_text("composing the answer").first.wait_for(state="detached")
+    time.sleep(1.0)  # the last rerun settles: a click during it is lost with the element it hit
+    page.get_by_text("Evidence and checks").last.click()
+    table = page.locator("[data-testid='stMainBlockContainer'] .rc-ev table")
+    table.wait_for()
+    for width in (1400, 1280):
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_function("w => window.innerWidth === w", arg=width)
+        fit = page.evaluate(_EVIDENCE_FIT_JS)
+        assert fit["overflow"] == 0 and fit["tableRight"] <= fit["boxRight"] + 0.5, (width, fit)
+        for head in ("rank", "kept / cut", "cosine", "BM25", "fused"):  # in view, no sideways scroll
+            assert head in fit["heads"] and fit["heads"][head] <= fit["viewport"], (width, head, fit)
+    assert table.locator("td.st", has_text=re.compile(r"^(cited|used) \[\d+\]$")).count() >= 1
+    assert table.locator("td.st", has_text=re.compile(r"^cut: ")).count() >= 1
+    # a shortened locator: the cell shows its start and end, its title (the browser's hover) all of it
+    cell = table.locator("td.loc", has_text="…").first
+    cell.hover()
+    shown, title = cell.inner_text(), cell.get_attribute("title") or ""
+    head, tail = shown.split("…")
+    assert re.fullmatch(r"[\w./-]+\.md:\d+-\d+", title) and len(title) > len(shown), (shown, title)
+    assert title.startswith(head) and title.endswith(tail), (shown, title)
+    passage = table.locator("td.txt").first.get_attribute("title") or ""
+    assert len(passage) > len(table.locator("td.txt").first.inner_text()), "the whole passage on hover"
+    _shot(page, shots, "2c-notebook-evidence-1280")
+
+
+def _big_folder(root: Path, files: int = 80, words: int = 2500) -> Path:
+    folder = root / "field-notes"
+    folder.mkdir()
+    for i in range(files):
+        para = " ".join(f"observation{i} item{j % 97} measured value {j} near station {j % 13}." for j in range(words // 8))
+        (folder / f"note-{i:03d}.md").write_text(f"# Field note {i}\n\n## Readings\n\n{para}\n")
+    return folder
+
+
+def test_background_ingest_cancel_then_rename_and_delete(server, page, shots, tmp_path):
+    folder = _big_folder(tmp_path)
+    page.goto(server.url + "/library")
+    page.get_by_role("tab", name="Ingest").click()
+    page.get_by_role("textbox", name="Folder path").fill(str(folder))
+    page.get_by_role("textbox", name="Folder path").press("Enter")
+    page.get_by_text("Creates the collection field-notes").first.wait_for()  # new by default, named after the folder
+    page.get_by_role("button", name="Ingest folder").click()
+    status = page.get_by_text(re.compile(r"\d+/80 files"))
+    status.first.wait_for(timeout=60_000)
+    # the rest of the app is usable meanwhile: the notebook answers, the sidebar shows the progress
+    _nav(page, "Notebook")
+    page.locator("[data-testid='stSidebar'] [data-testid='stProgress']").first.wait_for()
+    before = page.locator("[data-testid='stMarkdownContainer'] a[href^='#cited-']").count()
+    _ask(page, "What is top-K?")
+    page.wait_for_function(
+        "n => document.querySelectorAll(\"[data-testid='stMarkdownContainer'] a[href^='#cited-']\").length > n",
+        arg=before, timeout=90_000)
+    _nav(page, "Library")
+    page.get_by_role("tab", name="Ingest").click()
+    page.get_by_text(re.compile(r"(about .* left|estimating time left)")).first.wait_for(timeout=60_000)
+    page.wait_for_function("() => /[1-9]\\d*\\/80 files/.test(document.body.innerText)", timeout=120_000)
+    _shot(page, shots, "3-library-ingest-running")
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_text(re.compile(r"cancelled after \d+ of 80 files")).first.wait_for(timeout=120_000)
+    _shot(page, shots, "4-library-ingest-cancelled")
+
+    # the collection lists as incomplete; rename it, then delete it
+    page.get_by_role("tab", name="Collections").click()
+    page.get_by_text("Manage collection").first.wait_for()
+    page.locator("[data-testid='stSelectbox']", has_text="Manage collection").click()
+    page.get_by_role("option", name="field-notes").click()
+    page.get_by_role("button", name="Delete 'field-notes'…").wait_for()  # the page shows field-notes now
+    page.get_by_role("textbox", name="New name").fill("field-notes-2")
+    page.get_by_role("textbox", name="New name").press("Enter")
+    page.get_by_role("button", name="Rename").click()
+    page.get_by_text("Renamed 'field-notes' to 'field-notes-2'").first.wait_for(timeout=60_000)
+    _shot(page, shots, "5-library-collections")
+    page.get_by_role("button", name="Delete 'field-notes-2'…").click()
+    page.get_by_role("button", name="Delete permanently").click()
+    page.get_by_text("Deleted the collection 'field-notes-2'").first.wait_for(timeout=60_000)
+    page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").click()
+    names = page.get_by_role("option").all_inner_texts()
+    assert "guide" in names and not any("field-notes" in n for n in names), names
+
+
+def test_settings_survive_a_restart(server, page, shots):
+    page.goto(server.url + "/settings")
+    topk = page.get_by_role("spinbutton", name="Top-K")
+    topk.fill("9")
+    page.get_by_role("button", name="Save defaults").click()
+    page.get_by_text("Answering and retrieval defaults: saved in").first.wait_for()
+    server.restart()
+    page.goto(server.url + "/settings")
+    page.get_by_role("spinbutton", name="Top-K").wait_for(timeout=120_000)
+    assert page.get_by_role("spinbutton", name="Top-K").input_value() == "9"
+    page.get_by_text("Where each value comes from").first.wait_for()
+    _shot(page, shots, "6-settings")
+    _nav(page, "Notebook")
+    page.get_by_text(re.compile(r"top-K 9 · threshold")).first.wait_for()
+    _stop_a_slow_answer(page, server.url, shots)
+
+
+def _watch_cold_start(page, url: str, tmp_path: Path) -> float:
+    """From the first response to the end of the demo ingest: never Streamlit's automatic pages/
+    list, and the app's navigation within NAV_WITHIN_S of the first response."""
+    page.add_init_script(_WATCH_NAV_JS)
+    t0 = time.monotonic()
+    page.goto(url, wait_until="commit")
+    box = page.locator("textarea[data-testid='stChatInputTextArea']")
+    deadline, i = t0 + 240, 0
+    while not box.count():  # a screenshot every ~200 ms through the ingest, one in five kept
+        assert time.monotonic() < deadline, "the notebook did not appear within 4 minutes of a cold start"
+        shot = tmp_path / f"0-cold-{i // 5:03d}.png"
+        page.screenshot(path=str(shot))
+        auto = page.evaluate("(window.__rcNav || {auto: []}).auto")
+        assert not auto, f"Streamlit's automatic pages/ navigation showed ({shot.name}): {auto[:3]}"
+        i += 1
+        time.sleep(0.2)
+    links = page.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a")
+    assert [t.split("\n")[-1].strip() for t in links.all_inner_texts()] == NAV_TITLES
+    nav_at, auto = page.evaluate("[window.__rcNav.navAt, window.__rcNav.auto]")
+    assert not auto, f"Streamlit's automatic pages/ navigation showed: {auto[:3]}"
+    assert nav_at is not None, "the app's navigation never appeared"
+    response_start = page.evaluate("performance.getEntriesByType('navigation')[0].responseStart")
+    delay = (nav_at - response_start) / 1000
+    print(f"cold start: the app's navigation appeared {delay:.2f} s after the first response; "
+          f"the notebook after {time.monotonic() - t0:.0f} s (demo ingest)")
+    return delay
+
+
+def _stop_a_slow_answer(page, base: str, tmp_path: Path) -> None:
+    """Connect a slow model on the Settings page, start an answer, press Stop."""
+    server = ScriptedOpenAIServer()
+    server.start()
+    try:
+        server.script([Text([f"token{i} " for i in range(200)], delay=0.1)])
+        page.goto(base + "/settings")
+        page.get_by_role("textbox", name="Base URL").fill(server.base_url)
+        page.get_by_role("textbox", name="Model").fill(server.model)
+        page.get_by_role("textbox", name="API key").fill("sk-browser-secret")
+        page.get_by_role("button", name="Save endpoint").click()
+        page.get_by_text("a key is set").first.wait_for()
+        assert "sk-browser-secret" not in page.content()
+        _shot(page, tmp_path, "6b-settings-endpoint")
+        # navigate inside the app: a page load would start a new session without the endpoint
+        page.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a", has_text="Notebook").click()
+        box = page.locator("textarea[data-testid='stChatInputTextArea']")
+        box.wait_for()
+        box.fill(QUESTION)  # its evidence is warm: the model's tokens start at once
+        box.press("Enter")
+        page.get_by_text("token5").first.wait_for(timeout=40_000)
+        page.get_by_role("button", name="Stop").click()
+        page.get_by_text("Stopped by the analyst").first.wait_for(timeout=20_000)
+        req = server.generation_requests()[-1]
+        assert req.disconnected.wait(10), "Stop closed the model's HTTP stream"
+        assert "token199" not in page.content()
+        page.get_by_text("cancelled").first.wait_for()
+        page.get_by_role("button", name="Stop").wait_for(state="detached")
+        _shot(page, tmp_path, "7-stopped")
+        # back to the extractive composer: the endpoint is saved in the settings file
+        page.goto(base + "/settings")
+        page.get_by_role("button", name="Switch back to extractive").click()
+        page.get_by_text("Switched to the extractive composer").first.wait_for()
+    finally:
+        server.stop()
