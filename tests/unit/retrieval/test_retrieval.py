@@ -411,7 +411,7 @@ def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: 
     monkeypatch.setattr(cfg_engine.encoder, "encode", boom)
     monkeypatch.setattr(cfg_engine.store, "load", boom)
     thr = sorted(c.dense_score for c in first.candidates)[len(first.candidates) // 3]
-    again = Engine.recut(first, top_k=2, threshold=thr, dedupe=False)
+    again = Engine.recut(first, top_k=2, threshold=thr, dedupe=False, per_doc=0)  # as search() here
     monkeypatch.undo()
 
     def pool(r: RetrievalResult) -> list[tuple]:
