@@ -40,7 +40,8 @@ _IDENT = re.compile(r"^[A-Za-z_]\w*(?:[._]\w+)+$|^[a-z]+[A-Z]\w*$")
 # capitalised words that are not names: question and sentence openers that follow a clause
 _NOT_NAMES = frozenset("i i'm i've i'd i'll ok yes no".split())
 MAX_QUOTED_WORDS = 4
-# support this far above the bar answers despite an uncovered subject, with a hedge (judge_coverage)
+# a margin above the bar within which an uncovered subject abstains (settings.uncovered_margin's
+# suggested value, off by default: see judge_coverage)
 HEDGE_MARGIN = 0.05
 
 
@@ -150,11 +151,15 @@ def _quoted_uncovered(s: Subject, has_term: Callable[[tuple[str, ...]], bool],
     return not all(present) if rare else not any(present)
 
 
-def judge_coverage(support: Support, uncovered: tuple[str, ...], bar: float, margin: float = HEDGE_MARGIN) -> Support:
+def judge_coverage(support: Support, uncovered: tuple[str, ...], bar: float, margin: float = 0.0) -> Support:
     """What the uncovered subjects do to an answer: with support below ``bar + margin`` the
-    question abstains and the reason names them (they join ``unseen``); above it the evidence is
-    strong enough that the rest of the question may well be answered, so it is, with a hedge
-    naming them (``uncovered``; answerability.hedge_note)."""
+    question abstains and the reason names them (they join ``unseen``); above it the rest of the
+    question may well be answered, so it is, with a hedge naming them (``uncovered``;
+    answerability.hedge_note).
+
+    ``margin`` (settings.uncovered_margin) is 0 by default: on the Scrapy and Git sets a margin of
+    0.05 changed no decision, so by the keep rule of bench/results/issue28-trust.md it is not on;
+    the subjects are then named when the score abstains and hedged when it answers."""
     if not uncovered:
         return support
     if support.score < bar + margin:

@@ -123,7 +123,8 @@ class Answerer:
             support = replace(support, unseen=self.r.unseen_words(q, req.collection))
         bar, source = self.r.abstain_bar(s, req.collection) if req.context != "selection" else (s.abstain_bar, "settings")
         if support.basis == "corpus" and s.abstain_uncovered:
-            support = judge_coverage(support, self.r.uncovered_subjects(q, req.collection, support.unseen), bar)
+            uncovered = self.r.uncovered_subjects(q, req.collection, support.unseen)
+            support = judge_coverage(support, uncovered, bar, s.uncovered_margin)
         reason = abstain_reason(retrieved.evidence, support, bar)
         if reason is None and not s.llm.configured:
             composed = composed or composer.compose(q, retrieved.evidence)

@@ -152,6 +152,7 @@ class RagcoreSettings:
     # a named subject (name, quoted term, identifier, version) no chunk mentions: abstain near the bar,
     # answer with a hedge naming it above (abstain/coverage.py)
     abstain_uncovered: bool = _setting(True, "bool")
+    uncovered_margin: float = _setting(0.0, "float", ge=0.0, le=1.0)  # abstain on one within bar + this
     conversation_turns: int = _setting(0, "int", ge=0)
     boundary_rules: tuple[str, ...] = _setting((), "strs")
 

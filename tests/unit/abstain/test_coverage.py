@@ -57,9 +57,11 @@ def test_a_quoted_phrase_is_judged_on_its_rare_words() -> None:
 
 
 def test_judged_against_the_bar_abstain_near_it_hedge_above() -> None:
-    near = judge_coverage(Support(0.52, "corpus"), ("Oracle",), bar=0.5)
+    near = judge_coverage(Support(0.52, "corpus"), ("Oracle",), bar=0.5, margin=HEDGE_MARGIN)
     assert near.unseen == ("Oracle",) and near.uncovered == ()  # abstains: stage abstain_reason reads unseen
-    above = judge_coverage(Support(0.5 + HEDGE_MARGIN + 0.01, "corpus"), ("Oracle",), bar=0.5)
+    above = judge_coverage(Support(0.5 + HEDGE_MARGIN + 0.01, "corpus"), ("Oracle",), bar=0.5, margin=HEDGE_MARGIN)
+    assert judge_coverage(Support(0.52, "corpus"), ("Oracle",), bar=0.5).uncovered == ("Oracle",)  # default: no margin
+    assert judge_coverage(Support(0.48, "corpus"), ("Oracle",), bar=0.5).unseen == ("Oracle",)  # below the bar: named
     assert above.unseen == () and above.uncovered == ("Oracle",)
     assert judge_coverage(Support(0.9, "corpus"), (), bar=0.5) == Support(0.9, "corpus")
 
@@ -78,7 +80,7 @@ def flask_like(tmp_path_factory: pytest.TempPathFactory, encoder) -> Engine:
 
 def test_the_engine_abstains_on_a_subject_the_corpus_never_mentions(flask_like: Engine) -> None:
     q = "How do I connect Flask to an Oracle database?"
-    base = flask_like.settings.with_(abstain_bar=0.05)
+    base = flask_like.settings.with_(abstain_bar=0.05, uncovered_margin=HEDGE_MARGIN)
     score = flask_like.ask(q, settings=base.with_(abstain_uncovered=False)).metadata["support"]["score"]
     near = flask_like.ask(q, settings=base.with_(abstain_bar=max(score - HEDGE_MARGIN / 2, 0.0)))
     assert near.status == "abstained" and near.citations == ()
