@@ -66,8 +66,8 @@ PROJECTS = {
                       "scrapy-faq", "BSD-3-Clause (`Files: *` stanza of the package's copyright file: Scrapy "
                       "developers)"),
     "sqlalchemy": Project("SQLAlchemy 1.4", "python-sqlalchemy-doc", "usr/share/doc/python-sqlalchemy-doc/html",
-                          ("faq/*.html",), "sqla-faq", "MIT (`Files: *` stanza of the package's copyright file: "
-                          "Michael Bayer and contributors)", skip_dirs=("changelog",)),
+                          ("faq/*.html",), "sqla-faq", "MIT (Expat; `Files: *` stanza of the package's copyright file: "
+                          "the SQLAlchemy authors and contributors)", skip_dirs=("changelog",)),
 }
 # which other project's FAQ pages give the unanswerable questions (see the module docstring)
 UNANSWERABLE_FROM = {
