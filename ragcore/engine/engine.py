@@ -190,27 +190,21 @@ class Engine:
 
     def unseen_words(self, question: str, collection: str | None = None) -> tuple[str, ...]:
         """The question's rare words that no chunk of the collection contains (answerability.py)."""
-        name = collection or self.settings.collection
-        if self.store.is_embedded:
-            has_term = self.retriever.index(name).has_any_term
-        else:  # a server searches: ask it rather than load the collection
-            from ragcore.retrieval.pools import server_has_terms
-
-            def has_term(terms: Sequence[str]) -> bool:
-                return server_has_terms(self.store.client, name, terms)
-        return unseen_words(question, has_term=has_term, is_common=self.encoder.in_vocabulary)
+        return unseen_words(question, has_term=self._has_term(collection), is_common=self.encoder.in_vocabulary)
 
     def uncovered_subjects(self, question: str, collection: str | None = None, skip: Sequence[str] = ()) -> tuple[str, ...]:
         """The question's named subjects that no chunk of the collection mentions (coverage.py)."""
+        return uncovered_subjects(question, has_term=self._has_term(collection), is_common=self.encoder.in_vocabulary,
+                                  skip=skip)
+
+    def _has_term(self, collection: str | None) -> Callable[[Sequence[str]], bool]:
+        """Whether any chunk of the collection holds any of these BM25 terms."""
         name = collection or self.settings.collection
         if self.store.is_embedded:
-            has_term = self.retriever.index(name).has_any_term
-        else:
-            from ragcore.retrieval.pools import server_has_terms
+            return self.retriever.index(name).has_any_term
+        from ragcore.retrieval.pools import server_has_terms  # a server searches: ask it rather than load the collection
 
-            def has_term(terms: Sequence[str]) -> bool:
-                return server_has_terms(self.store.client, name, terms)
-        return uncovered_subjects(question, has_term=has_term, is_common=self.encoder.in_vocabulary, skip=skip)
+        return lambda terms: server_has_terms(self.store.client, name, terms)
 
     def closest_topic(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> TopicMatch | None:
         s = settings or self.settings
