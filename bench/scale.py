@@ -159,11 +159,9 @@ def load_dataset(workdir: Path, size: int) -> DataSet:
 
 
 def payload_of(c: Chunk, doc_chunks: int) -> dict[str, Any]:
-    """The payload a chunk point carries (the keys ``store.chunk_from_payload`` reads)."""
-    return {"chunk_id": c.chunk_id, "text": c.text, "path": c.path, "doc_hash": c.doc_hash, "kind": c.kind,
-            "start_line": c.start_line, "end_line": c.end_line, "section": list(c.section), "anchor": c.anchor,
-            "page": c.page, "ordinal": c.ordinal, "title": c.title, "doc_chunks": doc_chunks,
-            "context": chunk_context(c)}
+    """The payload a chunk point carries (``Chunk.to_payload``), with its text as a plain key
+    (``Chunk.from_payload`` reads it there before LlamaIndex's ``_node_content``)."""
+    return c.to_payload(text=c.text, doc_chunks=doc_chunks, context=chunk_context(c))
 
 
 # ------------------------------------------------------------------ engine (a): local mode + SearchIndex

@@ -75,6 +75,32 @@ class Chunk:
     def section_label(self) -> str:
         return " › ".join(self.section)
 
+    def to_payload(self, **extra: Any) -> dict[str, Any]:
+        """The chunk's keys of its Qdrant point payload (and of its LlamaIndex node's metadata), then
+        ``extra`` (the writer adds ``doc_chunks``, ``fp``, ``context``). The only Chunk -> payload
+        conversion: the key order is the one every stored collection has."""
+        return {
+            "chunk_id": self.chunk_id, "path": self.path, "doc_hash": self.doc_hash, "kind": self.kind,
+            "start_line": self.start_line, "end_line": self.end_line, "section": list(self.section),
+            "anchor": self.anchor, "page": self.page, "ordinal": self.ordinal, "title": self.title, **extra,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any], text: str | None = None) -> "Chunk":
+        """The chunk a stored payload (or a ragcore node's metadata) stands for; the text is ``text``,
+        else the payload's ``text``, else the one LlamaIndex keeps inside ``_node_content``."""
+        if text is None:
+            text = payload.get("text")
+        if text is None:
+            text = json.loads(payload.get("_node_content") or "{}").get("text", "")
+        return cls(
+            chunk_id=str(payload["chunk_id"]), text=text, path=str(payload["path"]),
+            doc_hash=str(payload.get("doc_hash", "")), kind=payload.get("kind", "text"),
+            start_line=int(payload["start_line"]), end_line=int(payload["end_line"]),
+            section=tuple(payload.get("section") or ()), anchor=payload.get("anchor"), page=payload.get("page"),
+            ordinal=int(payload.get("ordinal") or 0), title=payload.get("title"),
+        )
+
     @property
     def locator(self) -> str:
         """Human form: ``docs/x.md:12-20`` plus page or anchor where known."""
@@ -184,6 +210,9 @@ class RetrievalResult:
     latency_ms: Mapping[str, float] = field(default_factory=dict)
     # pseudo-relevance feedback: (term, query weight) added to the BM25 query (retrieval/expansion.py)
     expansion_terms: tuple[tuple[str, float], ...] = ()
+    # the query's dense vector (a numpy array), so later stages (the topic match) need not embed the
+    # question again; not part of the JSON form
+    query_vector: Any = field(default=None, repr=False, compare=False, metadata={"json": False})
 
     @property
     def kept(self) -> tuple[Candidate, ...]:
@@ -301,7 +330,7 @@ class Event:
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, tuples, paths and enums to plain JSON types (recursively)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
         if isinstance(obj, Validation):
             out["unsupported"] = list(obj.unsupported)
             out["uncited"] = list(obj.uncited)

@@ -34,13 +34,13 @@ either source may carry the answer, so the higher of the two counts.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from ragcore.encoders.sparse import tokenize
 from ragcore.textutil import content_terms
 from ragcore.abstain.topics import TopicMatch
-from ragcore.types import Candidate
+from ragcore.types import Candidate, RetrievalResult
 
 EVIDENCE_N = 5
 WEIGHTS = {"evidence": 0.4, "topic": 0.4, "lexical": 0.2}
@@ -177,3 +177,39 @@ def assess(
     if mode == "both" and selection.score > corpus.score:
         return Support(selection.score, "selection", corpus.evidence_cosine, corpus.topic, corpus.lexical, best_selection)
     return corpus
+
+
+class CorpusSignals(Protocol):
+    """What the corpus side of the support score reads of a collection (``engine/view.py``)."""
+
+    def closest_topic(self, question: str, q_vec: Any, path_filter: str | None) -> TopicMatch | None: ...
+
+    def unseen_words(self, question: str) -> tuple[str, ...]: ...
+
+    def uncovered_subjects(self, question: str, skip: Sequence[str]) -> tuple[str, ...]: ...
+
+
+def question_support(
+    mode: str, question: str, retrieval: RetrievalResult | None, corpus: CorpusSignals | None, *,
+    path_filter: str | None, check_unseen: bool, best_selection: float | None = None, check_uncovered: bool = False,
+) -> Support:
+    """The support score of a question, the one function both answers (``engine/answerer.py``) and
+    calibration (``Engine.support``: ``autocalibrate.py``, ``eval/calibration.py``) call, so a
+    calibrated bar is measured exactly as answers are judged.
+
+    ``retrieval``: the question's retrieval (its candidates, and its query vector for the topic
+    match); ``corpus``: the collection's headings and terms (None in selection mode);
+    ``check_unseen``: settings.abstain_unseen_words (the rare-word rule, corpus basis only);
+    ``check_uncovered``: settings.abstain_uncovered (named subjects no chunk mentions, recorded in
+    ``uncovered``; coverage.judge_coverage weighs them once the bar is known)."""
+    candidates = retrieval.candidates if retrieval is not None else ()
+    topic = None
+    if mode != "selection" and corpus is not None:
+        q_vec = retrieval.query_vector if retrieval is not None else None
+        topic = corpus.closest_topic(question, q_vec, path_filter)
+    support = assess(mode, question, candidates, topic, best_selection)
+    if support.basis == "corpus" and check_unseen and corpus is not None:
+        support = replace(support, unseen=corpus.unseen_words(question))
+    if support.basis == "corpus" and check_uncovered and corpus is not None:
+        support = replace(support, uncovered=corpus.uncovered_subjects(question, support.unseen))
+    return support

@@ -278,7 +278,9 @@ class AutoCalibration:
 
 
 class CalibrationHost(Protocol):
-    """What auto-calibration needs of an Engine (a Protocol: ``pipeline`` imports this module)."""
+    """What auto-calibration needs of an Engine (a Protocol: ``engine.py`` imports this module).
+    ``support`` is ``answerability.question_support``, the function answers are judged by, so the
+    bar is set on the very score a question is later compared with."""
 
     store: Store
     encoder: OnnxMiniLM

@@ -151,17 +151,15 @@ def _quoted_uncovered(s: Subject, has_term: Callable[[tuple[str, ...]], bool],
     return not all(present) if rare else not any(present)
 
 
-def judge_coverage(support: Support, uncovered: tuple[str, ...], bar: float, margin: float = 0.0) -> Support:
-    """What the uncovered subjects do to an answer: with support below ``bar + margin`` the
-    question abstains and the reason names them (they join ``unseen``); above it the rest of the
-    question may well be answered, so it is, with a hedge naming them (``uncovered``;
-    answerability.hedge_note).
+def judge_coverage(support: Support, bar: float, margin: float = 0.0) -> Support:
+    """What the uncovered subjects (``support.uncovered``, found by question_support) do to an
+    answer: with support below ``bar + margin`` the question abstains and the reason names them
+    (they move to ``unseen``); above it the rest of the question may well be answered, so it is,
+    with a hedge naming them (they stay in ``uncovered``; answerability.hedge_note).
 
     ``margin`` (settings.uncovered_margin) is 0 by default: on the Scrapy and Git sets a margin of
     0.05 changed no decision, so by the keep rule of bench/results/issue28-trust.md it is not on;
     the subjects are then named when the score abstains and hedged when it answers."""
-    if not uncovered:
+    if not support.uncovered or support.score >= bar + margin:
         return support
-    if support.score < bar + margin:
-        return replace(support, unseen=support.unseen + uncovered)
-    return replace(support, uncovered=uncovered)
+    return replace(support, unseen=support.unseen + support.uncovered, uncovered=())

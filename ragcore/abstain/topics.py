@@ -11,14 +11,16 @@ similarity (AUC 0.84 vs 0.75 for the best evidence sentence; see
 ``bench/results/eval-django-analysis.md``), and it costs one matrix product per question.
 
 A chunk's topic is its innermost heading (the page title when it has none). Heading vectors
-live in Qdrant's shared ``ragcore__topics`` collection, keyed by text: ingest embeds the
-headings it has not seen, and a collection ingested before this module existed gets them on
-its first question. A collection's query snapshot (snapshot.py) carries its headings' vectors,
-so a question reads them from there.
+have one home, ``storage/headings.py`` (Qdrant's shared ``ragcore__topics`` collection, keyed by
+text): ingest embeds the headings it has not seen, and a snapshot's publish copies its
+collection's into the snapshot, so a question reads them from there. A question that meets a
+heading with no stored vector (a collection ingested before this module existed) embeds it in
+memory, once per corpus version; it does not store it (reads never write).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -43,19 +45,6 @@ class TopicMatch:
     page: int | None = None
 
 
-def ensure_heading_vectors(store: Store, encoder: OnnxMiniLM, headings: Iterable[str]) -> dict[str, np.ndarray]:
-    """Vectors for ``headings``: stored ones are read, the rest embedded once and stored."""
-    texts = sorted(set(headings))
-    have = store.heading_vectors(texts)
-    missing = [t for t in texts if t not in have]
-    if missing:
-        # uncached: thousands of headings would flush the query/sentence cache
-        vecs = encoder.encode_uncached(missing)
-        store.write_heading_vectors(missing, vecs)
-        have.update(zip(missing, vecs))
-    return have
-
-
 class TopicIndex:
     """One row per (heading, document): the first place each heading occurs in each file."""
 
@@ -69,7 +58,9 @@ class TopicIndex:
     @classmethod
     def build(cls, refs: Iterable[SectionRef], store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
         first = first_places(refs)
-        return cls._of(first, ensure_heading_vectors(store, encoder, (h for h, _ in first)))
+        # from the heading store; one never stored is embedded (uncached: thousands would flush the
+        # query cache) and kept in memory only
+        return cls._of(first, store.headings.ensure((h for h, _ in first), encoder.encode_uncached, save=False))
 
     @classmethod
     def from_snapshot(cls, snap: SnapshotData, store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
@@ -79,7 +70,8 @@ class TopicIndex:
         first = from_rows(saved) if saved is not None else first_places(section_ref(c) for c in snap.chunks)
         vecs = dict(snap.headings)
         if any(h not in vecs for h, _ in first):
-            vecs.update(ensure_heading_vectors(store, encoder, {h for h, _ in first if h not in vecs}))
+            lacking = {h for h, _ in first if h not in vecs}
+            vecs.update(store.headings.ensure(lacking, encoder.encode_uncached, save=False))
         return cls._of(first, vecs)
 
     @classmethod
@@ -103,3 +95,31 @@ class TopicIndex:
         i = int(np.argmax(sims))
         r = self.rows[i]
         return TopicMatch(r.heading, float(sims[i]), r.path, r.start_line, r.anchor, r.page)
+
+
+class TopicIndexes:
+    """Each collection's topic index, kept while its source is unchanged: from its query snapshot
+    (swapped when a new one is published), else rebuilt from Qdrant when the corpus version changes."""
+
+    def __init__(self, store: Store, encoder: OnnxMiniLM) -> None:
+        self.store = store
+        self.encoder = encoder
+        self._cache: dict[str, tuple[str, TopicIndex]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, collection: str) -> TopicIndex:
+        snap = self.store.snapshot(collection)
+        key = f"snapshot:{snap.version}" if snap is not None else \
+            f"qdrant:{self.store.read_meta(collection).get('corpus_version')}"
+        with self._lock:
+            hit = self._cache.get(collection)
+            if hit is None or hit[0] != key:
+                idx = TopicIndex.from_snapshot(snap, self.store, self.encoder) if snap is not None else \
+                    TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder)
+                hit = (key, idx)
+                self._cache[collection] = hit
+            return hit[1]
+
+    def invalidate(self, collection: str) -> None:
+        with self._lock:
+            self._cache.pop(collection, None)

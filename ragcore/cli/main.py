@@ -231,6 +231,9 @@ def cmd_collections(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     engine = _engine(s)
     _copy_old_store(engine)
+    if args.repair:  # the explicit repair step: reads never rewrite a snapshot themselves
+        for name in engine.repair_snapshots():
+            print(f"rewrote the query snapshot of {term_safe(name)} from the store", file=sys.stderr)
     infos = engine.collections()
     bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
     if args.json:
@@ -298,6 +301,8 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     col = sub.add_parser("collections", help="list collections with their stats")
     col.add_argument("--json", action="store_true")
+    col.add_argument("--repair", action="store_true", help="first rewrite any query snapshot that is missing, stale "
+                     "(a writer died) or damaged, from the embedded store (a write: waits for another writer)")
     col.set_defaults(func=cmd_collections)
 
     if not full:

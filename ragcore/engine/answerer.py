@@ -3,7 +3,9 @@
     route → select context → retrieve → assess → synthesize → validate
 
 :meth:`Answerer.stream` reads top to bottom; each stage is a method with explicit inputs and a
-typed result (``stages.py``). The resources come in explicitly from the Engine.
+typed result (``stages.py``). What it reads comes in explicitly from the Engine: the
+collection's view (``view.py``: search, topics, bar, unseen-words check), the encoder, the
+support scorer and the generators; it calls only downward, never back into the Engine.
 """
 
 from __future__ import annotations
@@ -11,42 +13,36 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Generator, Iterator
+from typing import Generator, Iterator
 
-from ragcore.abstain.answerability import Support, assess, hedge_note
+from ragcore.abstain.answerability import Support, question_support, hedge_note
 from ragcore.abstain.coverage import judge_coverage
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.events import EventFactory
+from ragcore.engine.generation import Generators
 from ragcore.safety.guardrails import is_hedged, route_question
 from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
-from ragcore.retrieval import HybridSearch
 from ragcore.engine.stages import (
     NOTHING_TO_QUOTE, AskRequest, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
     build_answer, cancelled_answer, exempt, failed_answer, failure_message, request_problem, routed_answer,
     selection_evidence,
 )
-from ragcore.storage.store import Store, StoreError
+from ragcore.engine.view import CollectionView
+from ragcore.storage.store import StoreError
 from ragcore.synthesis.base import FixedText, Synthesis, SynthesisJob, Synthesizer
 from ragcore.synthesis.extractive.composer import ABSTAIN_TEXTS, ExtractiveComposer, ExtractiveSynthesizer
 from ragcore.synthesis.llm.synthesizer import LlmSynthesizer
-from ragcore.abstain.topics import TopicMatch
 from ragcore.types import Event
 
 
 @dataclass(frozen=True)
 class Resources:
-    store: Store
-    search: HybridSearch
+    view: CollectionView  # the question's collection: search, topics, abstain bar, unseen-words check
     encoder: OnnxMiniLM
     scorer: SupportScorer
-    closest_topic: Callable[[str, RagcoreSettings, str], TopicMatch | None]
-    abstain_bar: Callable[[RagcoreSettings, str], tuple[float, str]]
-    generator_for: Callable[[RagcoreSettings], object]  # one OpenAI-compatible generator per endpoint
-    condense: Callable[[str, tuple[tuple[str, str], ...], RagcoreSettings], str]  # follow-up → standalone
-    unseen_words: Callable[[str, str], tuple[str, ...]]  # rare question words no chunk of the collection contains
-    uncovered_subjects: Callable[[str, str, tuple[str, ...]], tuple[str, ...]]  # named subjects no chunk mentions
+    generators: Generators  # one OpenAI-compatible generator per endpoint, and the follow-up condenser
 
 
 class Answerer:
@@ -96,18 +92,18 @@ class Answerer:
         s = req.settings
         info = None
         if req.context != "selection":
-            info = self.r.store.info(req.collection)
+            info = self.r.view.info()
             if info.chunks == 0:
                 raise StageError(f"The collection {req.collection!r} is empty or does not exist. Ingest documents "
                                  f"first: ragcore ingest PATH --collection {req.collection}")
-        standalone = self.r.condense(req.question, req.history, s)
+        standalone = self.r.generators.standalone(req.question, req.history, s)
         evidence = list(selection_evidence(req.selection)) if req.selection and req.context != "corpus" else []
-        candidates, latency = (), {}
+        result = None
         if req.context != "selection":
-            result = self.r.search.search(req.collection, standalone, s)
-            candidates, latency = result.candidates, dict(result.latency_ms)
-            evidence.extend(evidence_from_candidates(candidates, result.rank_score_kind, start=len(evidence) + 1))
-        return Retrieved(standalone, tuple(evidence), candidates, info, latency)
+            result = self.r.view.retrieve(standalone, s)
+            evidence.extend(evidence_from_candidates(result.candidates, result.rank_score_kind, start=len(evidence) + 1))
+        return Retrieved(standalone, tuple(evidence), result.candidates if result else (), info,
+                         dict(result.latency_ms) if result else {}, result)
 
     # ------------------------------------------------------------------ assess
 
@@ -117,14 +113,15 @@ class Answerer:
         s, q = req.settings, retrieved.standalone
         composer = ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
         composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
-        topic = self.r.closest_topic(q, s, req.collection) if req.context != "selection" else None
-        support: Support = assess(req.context, q, retrieved.candidates, topic, composed.best_selection if composed else None)
-        if support.basis == "corpus" and s.abstain_unseen_words:
-            support = replace(support, unseen=self.r.unseen_words(q, req.collection))
-        bar, source = self.r.abstain_bar(s, req.collection) if req.context != "selection" else (s.abstain_bar, "settings")
-        if support.basis == "corpus" and s.abstain_uncovered:
-            uncovered = self.r.uncovered_subjects(q, req.collection, support.unseen)
-            support = judge_coverage(support, uncovered, bar, s.uncovered_margin)
+        corpus = self.r.view if req.context != "selection" else None
+        support: Support = question_support(req.context, q, retrieved.retrieval, corpus, path_filter=s.path_filter,
+                                            check_unseen=s.abstain_unseen_words, check_uncovered=s.abstain_uncovered,
+                                            best_selection=composed.best_selection if composed else None)
+        bar, source = (s.abstain_bar, "settings")
+        if corpus is not None:
+            info = corpus.abstain_bar(s)
+            bar, source = info.value, info.description
+        support = judge_coverage(support, bar, s.uncovered_margin)  # named subjects the corpus never mentions
         reason = abstain_reason(retrieved.evidence, support, bar)
         if reason is None and not s.llm.configured:
             composed = composed or composer.compose(q, retrieved.evidence)
@@ -141,7 +138,7 @@ class Answerer:
         if assessment.abstain_reason:
             synth = FixedText(ABSTAIN_TEXTS[req.context])
         elif s.llm.configured:
-            synth = LlmSynthesizer(self.r.generator_for(s))
+            synth = LlmSynthesizer(self.r.generators.for_settings(s))
         else:
             synth = ExtractiveSynthesizer(self._composer(s), assessment.composed)
         result = yield from _pump(synth, job, ev, cancel)

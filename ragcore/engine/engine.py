@@ -3,8 +3,9 @@ to read a collection without a query snapshot), the ONNX encoder, the search-ind
 generator per LLM endpoint.
 
 ``Engine.stream()`` yields the event contract and ``Engine.ask()`` returns the final
-:class:`~ragcore.types.Answer`; the stages themselves are in ``answering.py``. For LlamaIndex
-code, :meth:`Engine.retriever_for` gives the collection's ``BaseRetriever``.
+:class:`~ragcore.types.Answer`; the stages themselves are in ``answerer.py``, which receives a
+per-collection view (``view.py``) and the generators (``generation.py``) and calls only downward.
+For LlamaIndex code, :meth:`Engine.retriever_for` gives the collection's ``BaseRetriever``.
 """
 
 from __future__ import annotations
@@ -17,20 +18,20 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ragcore.abstain.answerability import Support, assess, unseen_words
-from ragcore.abstain.coverage import uncovered_subjects
-from ragcore.engine.answerer import Answerer, Resources
-from ragcore.abstain.autocalibrate import AbstainBarInfo, bar_info, ensure_auto_calibration
+from ragcore.abstain.answerability import Support
+from ragcore.abstain.autocalibrate import AbstainBarInfo, ensure_auto_calibration
+from ragcore.abstain.topics import TopicIndex, TopicIndexes, TopicMatch
 from ragcore.citations import SupportScorer
-from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
-from ragcore.engine.followup import resolve_offline
+from ragcore.engine.answerer import Answerer, Resources
+from ragcore.engine.generation import Generators
+from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
+from ragcore.engine.view import CollectionView
 from ragcore.ingest.writer import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
-from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
+from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.store import Store
-from ragcore.abstain.topics import TopicIndex, TopicMatch
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
 
 if TYPE_CHECKING:
@@ -53,11 +54,9 @@ class Engine:
         self.encoder = encoder or OnnxMiniLM(batch_size=settings.embed_batch_size)
         self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached)
         self.retriever = HybridSearch(self.store, self.encoder)
-        self._generator_factory = generator_factory
+        self.topics = TopicIndexes(self.store, self.encoder)
+        self.generators = Generators(generator_factory)
         self._scorer = SupportScorer(encoder=self.encoder.encode)
-        self._generators: dict[Any, Any] = {}
-        self._topics: dict[str, tuple[str, TopicIndex]] = {}
-        self._topics_lock = threading.Lock()
 
     def vector_store(self, collection: str | None = None):
         """The collection as a LlamaIndex vector store: ``SnapshotVectorStore`` on the embedded store
@@ -71,10 +70,13 @@ class Engine:
         return self.store.vector_store(name)
 
     def close(self) -> None:
-        for gen in self._generators.values():
-            getattr(gen, "close", lambda: None)()
-        self._generators.clear()
+        self.generators.close()
         self.store.close()
+
+    def view(self, collection: str | None = None) -> CollectionView:
+        """What answering on ``collection`` reads (its search, topics, bar, unseen-words check)."""
+        return CollectionView(collection or self.settings.collection, self.store, self.retriever, self.topics,
+                              self.encoder)
 
     # ------------------------------------------------------------------ corpus
 
@@ -90,9 +92,7 @@ class Engine:
         with self.store.session():
             report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self.encoder,
                             settings=s, prune=prune, progress=progress)
-            self.retriever.invalidate(name)
-            if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
-                ensure_auto_calibration(self, name, s)
+            self._after_write(name, s, calibrate)
         return report
 
     def ingest_uploads(
@@ -106,17 +106,30 @@ class Engine:
         with self.store.session():
             report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
                             settings=s, prune=False, progress=progress)
-            self.retriever.invalidate(name)
-            if calibrate:
-                ensure_auto_calibration(self, name, s)
+            self._after_write(name, s, calibrate)
         return report
+
+    def _after_write(self, name: str, s: RagcoreSettings, calibrate: bool) -> None:
+        self.retriever.invalidate(name)
+        if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
+            ensure_auto_calibration(self, name, s)
 
     def drop(self, collection: str) -> None:
         """Delete a collection and its metadata (the next ingest starts from scratch)."""
         self.store.drop(collection)
         self.retriever.invalidate(collection)
-        with self._topics_lock:
-            self._topics.pop(collection, None)
+        self.topics.invalidate(collection)
+
+    def repair_snapshots(self, collection: str | None = None) -> list[str]:
+        """The explicit repair step: rewrite the query snapshot of ``collection`` (else of every
+        collection) that is missing, stale (a writer died) or damaged, from Qdrant. A writer's step:
+        it waits for another writer's lock. Returns the collections whose snapshot was rewritten.
+        Reads never do this themselves; they answer from Qdrant until a writer or this step has run."""
+        names = [collection] if collection else self.store.collection_names()
+        done = [n for n in names if self.store.refresh_snapshot(n)]
+        for n in done:
+            self.retriever.invalidate(n)
+        return done
 
     def collections(self) -> list[CollectionInfo]:
         return [self.store.info(n) for n in self.store.collection_names()]
@@ -158,65 +171,39 @@ class Engine:
     def topic_index(self, collection: str) -> TopicIndex:
         """The collection's section headings with their vectors: from its query snapshot (swapped
         when a new one is published), else rebuilt from Qdrant when the corpus version changes."""
-        snap = self.store.snapshot(collection)
-        key = f"snapshot:{snap.version}" if snap is not None else \
-            f"qdrant:{self.store.read_meta(collection).get('corpus_version')}"
-        with self._topics_lock:
-            hit = self._topics.get(collection)
-            if hit is None or hit[0] != key:
-                idx = TopicIndex.from_snapshot(snap, self.store, self.encoder) if snap is not None else \
-                    TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder)
-                hit = (key, idx)
-                self._topics[collection] = hit
-            return hit[1]
+        return self.topics.get(collection)
+
+    def abstain_bar_info(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> AbstainBarInfo:
+        """The bar in force with its source ("calibrated on <data set>" labelled, "calibrated without
+        labels on this corpus (…)" (autocalibrate.py) or "settings"), method and expected rates."""
+        s = settings or self.settings
+        return self.view(collection or s.collection).abstain_bar(s)
 
     def abstain_bar(self, settings: RagcoreSettings | None = None, collection: str | None = None) -> tuple[float, str]:
-        """The bar in force and where it comes from: "calibrated on <data set>" (labelled),
-        "calibrated without labels on this corpus (…)" (autocalibrate.py) or "settings"."""
+        """``abstain_bar_info`` as (value, description): the older form, which the app's pages use."""
         info = self.abstain_bar_info(collection, settings)
         return info.value, info.description
 
-    def abstain_bar_info(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> AbstainBarInfo:
-        """The bar in force with its source, method and expected answer/abstain rates."""
-        s = settings or self.settings
-        return bar_info(self.store.read_meta(collection or s.collection), s)
-
     def support(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> Support:
-        """The corpus-mode support score of a question, without composing an answer."""
+        """The corpus-mode support score of a question, without composing an answer: the same
+        function an answer is judged by (``answerability.question_support``), for calibration."""
         s = settings or self.settings
-        name = collection or s.collection
-        result = self.retriever.search(name, question, s)
-        return assess("corpus", question, result.candidates, self.closest_topic(question, s, name), None)
+        return self.view(collection or s.collection).support(question, s)
 
     def unseen_words(self, question: str, collection: str | None = None) -> tuple[str, ...]:
         """The question's rare words that no chunk of the collection contains (answerability.py)."""
-        return unseen_words(question, has_term=self._has_term(collection), is_common=self.encoder.in_vocabulary)
-
-    def uncovered_subjects(self, question: str, collection: str | None = None, skip: Sequence[str] = ()) -> tuple[str, ...]:
-        """The question's named subjects that no chunk of the collection mentions (coverage.py)."""
-        return uncovered_subjects(question, has_term=self._has_term(collection), is_common=self.encoder.in_vocabulary,
-                                  skip=skip)
-
-    def _has_term(self, collection: str | None) -> Callable[[Sequence[str]], bool]:
-        """Whether any chunk of the collection holds any of these BM25 terms."""
-        name = collection or self.settings.collection
-        if self.store.is_embedded:
-            return self.retriever.index(name).has_any_term
-        from ragcore.retrieval.pools import server_has_terms  # a server searches: ask it rather than load the collection
-
-        return lambda terms: server_has_terms(self.store.client, name, terms)
+        return self.view(collection).unseen_words(question)
 
     def closest_topic(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> TopicMatch | None:
         s = settings or self.settings
-        q = self.encoder.encode([question])[0]  # cached: retrieval embedded the same text
-        return self.topic_index(collection or s.collection).best(q, s.path_filter)
+        return self.view(collection or s.collection).closest_topic(question, None, s.path_filter)
 
     @staticmethod
     def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
               per_doc: int = EVIDENCE_PER_DOC) -> RetrievalResult:
-        """Move top-K / threshold / dedupe over an existing pool without querying again."""
+        """Move top-K / threshold / dedupe / the per-document cap over an existing pool without querying again."""
         return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
-                                                          per_doc=per_doc))
+                                                     per_doc=per_doc))
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;
@@ -254,44 +241,6 @@ class Engine:
             context = "both"
         req = AskRequest(question=question, context=context, collection=collection or s.collection, settings=s,
                          request_id=uuid.uuid4().hex[:12], selection=selection, history=tuple(history))
-        return Answerer(self._resources()).stream(req, cancel)
-
-    def _resources(self) -> Resources:
-        return Resources(
-            store=self.store, search=self.retriever, encoder=self.encoder, scorer=self._scorer,
-            closest_topic=lambda q, s, name: self.closest_topic(q, s, name),
-            abstain_bar=lambda s, name: self.abstain_bar(s, name),
-            generator_for=self._generator, condense=self._standalone,
-            unseen_words=lambda q, name: self.unseen_words(q, name),
-            uncovered_subjects=lambda q, name, skip: self.uncovered_subjects(q, name, skip),
-        )
-
-    # ------------------------------------------------------------------ helpers
-
-    def _standalone(self, question: str, history: Sequence[tuple[str, str]], s: RagcoreSettings) -> str:
-        """A follow-up made standalone: condensed by the LLM when one is configured and
-        ``conversation_turns`` > 0, else resolved offline from the previous question (followup.py)."""
-        turns = list(history)[-s.conversation_turns :] if s.conversation_turns else []
-        if turns and s.llm.configured:
-            try:
-                from ragcore.synthesis.llm.prompts import condense_messages
-
-                out = self._generator(s).complete(condense_messages(question, turns)).strip()
-                if out:
-                    return out
-            except Exception:
-                pass  # a failed condense must not fail the question; resolve it offline instead
-        return resolve_offline(question, list(history))
-
-    def _generator(self, s: RagcoreSettings) -> Any:
-        """One generator (and HTTP connection pool) per endpoint configuration."""
-        gen = self._generators.get(s.llm)
-        if gen is None:
-            if self._generator_factory is not None:
-                gen = self._generator_factory(s)
-            else:
-                from ragcore.synthesis.llm.generator import OpenAIGenerator
-
-                gen = OpenAIGenerator(s.llm)
-            self._generators[s.llm] = gen
-        return gen
+        resources = Resources(view=self.view(req.collection), encoder=self.encoder, scorer=self._scorer,
+                              generators=self.generators)
+        return Answerer(resources).stream(req, cancel)

@@ -1,7 +1,7 @@
 """The engine's stages as small typed units: route → select context → retrieve → assess →
 synthesize → validate. Each stage's result is a frozen dataclass; the pure rules live here,
-the stages that need the engine's resources (store, search, model) are Engine methods that
-return these types (``pipeline.py``)."""
+the stages that read the collection or a model are the answerer's methods (``answerer.py``),
+which return these types."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ragcore.synthesis.base import Synthesis
 from ragcore.synthesis.extractive.composer import ExtractiveResult
 from ragcore.textutil import line_of_offset, sentence_spans
 from ragcore.types import (
-    Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, Status, Validation,
+    Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, RetrievalResult, Status, Validation,
 )
 
 ContextMode = Literal["corpus", "selection", "both"]
@@ -64,6 +64,7 @@ class Retrieved:
     candidates: tuple[Candidate, ...]
     info: CollectionInfo | None
     latency_ms: Mapping[str, float] = field(default_factory=dict)
+    retrieval: RetrievalResult | None = None  # None in selection mode; carries the question's vector
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def abstain_reason(evidence: tuple[Evidence, ...], support: Support, bar: float)
     """Why the engine will not answer, or None when it will."""
     if not evidence:
         return "no evidence passed top-K and the threshold"
-    if support.score < bar or support.unseen:  # set in corpus mode only (answering.py)
+    if support.score < bar or support.unseen:  # set in corpus mode only (answerability.question_support)
         return support.explain(bar)  # names the unseen words (answerability.describe)
     return None
 

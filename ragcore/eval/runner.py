@@ -342,7 +342,7 @@ def run_config(
     label = label or default_label(settings)
     s = settings.with_(collection=name)
     if s.calibrated_bar:  # record the bar actually in force, whichever its source
-        s = s.with_(abstain_bar=engine.abstain_bar(s, name)[0], calibrated_bar=False)
+        s = s.with_(abstain_bar=engine.abstain_bar_info(name, s).value, calibrated_bar=False)
     records: list[QuestionRecord] = []
     if cold_cache:
         clear_encoder_cache(engine)

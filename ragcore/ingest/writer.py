@@ -36,7 +36,6 @@ from ragcore.encoders.minilm import DIMENSION, MODEL_NAME, OnnxMiniLM
 from ragcore.encoders.sparse import SPARSE_VERSION
 from ragcore.storage.store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ragcore.storage.sections import heading_of
-from ragcore.abstain.topics import ensure_heading_vectors
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from ragcore.ingest.discover import SourceFile, _name_problem, _printable, discover  # noqa: F401  (discover: the engine's import)
@@ -352,7 +351,7 @@ def ingest(
     if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
         if progress:
             progress(total, total, f"embedding {len(run.headings)} section headings")
-        ensure_heading_vectors(store, encoder, run.headings)
+        store.headings.ensure(run.headings, encoder.encode_uncached)  # storage/headings.py
     _prune(run, store, collection, prune)
     if progress:
         progress(total, total, "")

@@ -35,11 +35,8 @@ RAGCORE_KEYS = (*PROVENANCE_KEYS, *SCORE_KEYS, CITATION_KEY, "citation", "doc_ch
 
 
 def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "chunk_id": chunk.chunk_id, "path": chunk.path, "doc_hash": chunk.doc_hash, "kind": chunk.kind,
-        "start_line": chunk.start_line, "end_line": chunk.end_line, "section": list(chunk.section),
-        "anchor": chunk.anchor, "page": chunk.page, "ordinal": chunk.ordinal, "title": chunk.title,
-    }
+    """A node's provenance metadata: the chunk's payload keys (``Chunk.to_payload``)."""
+    return chunk.to_payload()
 
 
 def chunk_to_node(chunk: Chunk, extra: Mapping[str, Any] | None = None, *, node_id: str | None = None) -> TextNode:
@@ -63,12 +60,7 @@ def chunk_from_node(node: BaseNode) -> Chunk:
         path = str(m.get("path") or m.get("file_path") or m.get("file_name") or node.node_id)
         return Chunk(chunk_id=node.node_id, text=text, path=path, doc_hash=str(m.get("doc_hash", "")),
                      kind="text", start_line=1, end_line=max(1, text.count("\n") + 1))
-    return Chunk(
-        chunk_id=str(m["chunk_id"]), text=text, path=str(m["path"]), doc_hash=str(m.get("doc_hash", "")),
-        kind=m.get("kind", "text"), start_line=int(m["start_line"]), end_line=int(m["end_line"]),
-        section=tuple(m.get("section") or ()), anchor=m.get("anchor"), page=m.get("page"),
-        ordinal=int(m.get("ordinal") or 0), title=m.get("title"),
-    )
+    return Chunk.from_payload(m, text=text)
 
 
 def candidate_to_node(c: Candidate, score_kind: ScoreKind = "cosine") -> NodeWithScore:

@@ -51,7 +51,7 @@ from llama_index.core.vector_stores.types import (
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import DIMENSION
-from ragcore.llamaindex.nodes import candidate_to_node, chunk_from_node, chunk_metadata
+from ragcore.llamaindex.nodes import candidate_to_node, chunk_from_node
 from ragcore.retrieval.fusion import rank_pool, rank_score_kind
 from ragcore.retrieval.pools import local_pool
 from ragcore.retrieval.search import HybridSearch
@@ -219,7 +219,7 @@ def _one_filter(f: MetadataFilter) -> Callable[[Chunk], bool]:
     want = set(f.value) if isinstance(f.value, list) else f.value
 
     def test(c: Chunk) -> bool:
-        v = chunk_metadata(c).get(f.key)
+        v = c.to_payload().get(f.key)
         return op(tuple(v) if isinstance(v, list) else v, want)
 
     return test

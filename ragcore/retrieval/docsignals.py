@@ -20,7 +20,6 @@ from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.storage.search_index import SearchIndex
 from ragcore.storage.store import Store
-from ragcore.abstain.topics import ensure_heading_vectors
 from ragcore.types import Candidate, ScoreKind
 from ragcore.retrieval.names import NameIndex
 from ragcore.retrieval.profiles import DocumentProfiles
@@ -123,7 +122,7 @@ class DocSignalSource:
         Without a snapshot, from the shared heading store."""
         snap = self.store.snapshot(collection)
         if snap is None:
-            return ensure_heading_vectors(self.store, self.encoder, texts)
+            return self.store.headings.ensure(texts, self.encoder.encode_uncached, save=False)
         have = {t: snap.headings[t] for t in texts if t in snap.headings}
         missing = [t for t in texts if t not in have]
         if missing:

@@ -19,8 +19,9 @@ from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.pathfilter import PathFilter
 from ragcore.storage.search_index import SearchIndex, top_indices, top_positive
 from ragcore.encoders.sparse import SparseVec
-from ragcore.storage.store import DENSE, SPARSE, chunk_from_payload
+from ragcore.storage.schema import DENSE, SPARSE
 from ragcore.retrieval.fusion import PoolEntry
+from ragcore.types import Chunk
 
 
 def local_pool(
@@ -111,13 +112,13 @@ def merge_branches(dense_hits: Sequence[Any], sparse_hits: Sequence[Any], q_dens
     branch ranks where that branch found it."""
     entries: dict[str, PoolEntry] = {}
     for r, p in enumerate(dense_hits, 1):
-        entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), float(p.score), None, r, None)
+        entries[str(p.id)] = PoolEntry(Chunk.from_payload(p.payload), float(p.score), None, r, None)
     for r, p in enumerate(sparse_hits, 1):
         e = entries.get(str(p.id))
         if e is None:
             vec = np.asarray(p.vector[DENSE], dtype=np.float32)
             cos = float(vec @ q_dense / (np.linalg.norm(vec) or 1.0))
-            entries[str(p.id)] = PoolEntry(chunk_from_payload(p.payload), cos, float(p.score), None, r)
+            entries[str(p.id)] = PoolEntry(Chunk.from_payload(p.payload), cos, float(p.score), None, r)
         else:
             entries[str(p.id)] = PoolEntry(e.chunk, e.cosine, float(p.score), e.dense_rank, r)
     return list(entries.values())

@@ -6,7 +6,7 @@ centroid (the normalised mean of its chunks' vectors) what it is about on averag
 note that mentions everything once sits far from every focused question, a reference page on
 one subject close to its questions. Both cost one matrix product per question.
 
-Title vectors are the topic index's (``topics.ensure_heading_vectors``: stored in the shared
+Title vectors are the topic index's (``storage/headings.py``: stored in the shared
 heading collection, embedded once); centroids come from the chunk vectors already in memory.
 """
 

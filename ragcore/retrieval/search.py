@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import replace
 
+import numpy as np
+
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.storage.search_index import SearchIndex
@@ -77,10 +79,10 @@ class HybridSearch:
 
     def entries(self, collection: str, query: str, settings: RagcoreSettings) -> list[PoolEntry]:
         """The unranked pool: the best ``settings.candidates`` of each branch."""
-        return self._entries(collection, query, settings)[0]
+        return self._entries(collection, query, self.encoder.encode([query])[0], settings)[0]
 
-    def _entries(self, collection: str, query: str, settings: RagcoreSettings) -> tuple[list[PoolEntry], Expansion]:
-        q_dense = self.encoder.encode([query])[0]
+    def _entries(self, collection: str, query: str, q_dense: np.ndarray,
+                 settings: RagcoreSettings) -> tuple[list[PoolEntry], Expansion]:
         q_sparse = self.bm25.encode_query(query)
         if not self.store.is_embedded:
             # field scores and feedback need the whole collection in process: server back end ranks on BM25 + cosine
@@ -98,7 +100,7 @@ class HybridSearch:
         t0 = time.perf_counter()
         q_dense = self.encoder.encode([query])[0]  # timed apart: the model, not the search
         t1 = time.perf_counter()
-        entries, terms = self._entries(collection, query, settings)
+        entries, terms = self._entries(collection, query, q_dense, settings)
         t2 = time.perf_counter()
         kind = rank_score_kind(settings.retrieval_mode, settings.fusion)
         cands = rank_pool(entries, retrieval_mode=settings.retrieval_mode, fusion=settings.fusion,
@@ -113,7 +115,7 @@ class HybridSearch:
         return RetrievalResult(
             query=query, retrieval_mode=settings.retrieval_mode, rank_score_kind=kind, candidates=tuple(cands),
             latency_ms={"embed": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3, "fuse_and_cut": (time.perf_counter() - t2) * 1e3},
-            expansion_terms=terms,
+            expansion_terms=terms, query_vector=q_dense,
         )
 
     def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:

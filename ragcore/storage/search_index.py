@@ -23,7 +23,7 @@ from ragcore.storage.dense_codes import APPROX_MIN, OVERSAMPLE, DenseCodes
 from ragcore.storage.pathfilter import parse_path_filter, path_matches
 from ragcore.storage.snapshot import SnapshotData, SparseColumns, sparse_columns
 from ragcore.encoders.sparse import term_index
-from ragcore.storage.store import CollectionData
+from ragcore.storage.schema import CollectionData
 from ragcore.types import Chunk
 
 

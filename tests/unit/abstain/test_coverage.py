@@ -57,13 +57,13 @@ def test_a_quoted_phrase_is_judged_on_its_rare_words() -> None:
 
 
 def test_judged_against_the_bar_abstain_near_it_hedge_above() -> None:
-    near = judge_coverage(Support(0.52, "corpus"), ("Oracle",), bar=0.5, margin=HEDGE_MARGIN)
-    assert near.unseen == ("Oracle",) and near.uncovered == ()  # abstains: stage abstain_reason reads unseen
-    above = judge_coverage(Support(0.5 + HEDGE_MARGIN + 0.01, "corpus"), ("Oracle",), bar=0.5, margin=HEDGE_MARGIN)
-    assert judge_coverage(Support(0.52, "corpus"), ("Oracle",), bar=0.5).uncovered == ("Oracle",)  # default: no margin
-    assert judge_coverage(Support(0.48, "corpus"), ("Oracle",), bar=0.5).unseen == ("Oracle",)  # below the bar: named
+    near = judge_coverage(Support(0.52, "corpus", uncovered=("Oracle",)), bar=0.5, margin=HEDGE_MARGIN)
+    assert near.unseen == ("Oracle",) and near.uncovered == ()  # abstains: stages.abstain_reason reads unseen
+    above = judge_coverage(Support(0.5 + HEDGE_MARGIN + 0.01, "corpus", uncovered=("Oracle",)), bar=0.5, margin=HEDGE_MARGIN)
     assert above.unseen == () and above.uncovered == ("Oracle",)
-    assert judge_coverage(Support(0.9, "corpus"), (), bar=0.5) == Support(0.9, "corpus")
+    assert judge_coverage(Support(0.52, "corpus", uncovered=("Oracle",)), bar=0.5).uncovered == ("Oracle",)  # default: no margin
+    assert judge_coverage(Support(0.48, "corpus", uncovered=("Oracle",)), bar=0.5).unseen == ("Oracle",)  # below the bar: named
+    assert judge_coverage(Support(0.3, "corpus"), bar=0.5) == Support(0.3, "corpus")
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """Query snapshots (ragcore/storage/snapshot.py): a question reads plain files written after each write,
-never embedded Qdrant, and a snapshot that no longer matches the store is rebuilt.
+never embedded Qdrant; a snapshot that no longer matches the store is ignored (the question reads
+Qdrant) and rewritten by the next writer or the explicit repair step, never by a read.
 Real embedded Qdrant in temp folders, the real ONNX model."""
 
 from __future__ import annotations
@@ -95,10 +96,10 @@ def test_a_question_with_a_valid_snapshot_never_opens_qdrant(tmp_path: Path, cor
     assert [p for p, _ in reader.documents("g")] == sorted(FILES)
     assert reader.document_chunks("ops/backup.md", "g")[0].section == ("Operations", "Backups")
     assert not staleness(reader, "g").stale
-    assert reader.store._client is None  # never created
+    assert reader.store._conn.opens == 0  # never created
 
 
-def test_stale_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, make_engine) -> None:
+def test_stale_snapshot_is_ignored_and_rebuilt_by_the_repair_step(tmp_path: Path, corpus: Path, make_engine) -> None:
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
     old = _manifest(data, "g")["version"]
@@ -108,14 +109,20 @@ def test_stale_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, mak
     raw.store.delete_points("g", ids)
     raw.close()
     reader = make_engine(data_dir=data)
-    assert all(c.path != "kitchen/bread.md" for c in reader.retriever.index("g").chunks)
+    assert all(c.path != "kitchen/bread.md" for c in reader.retriever.index("g").chunks)  # read from Qdrant
+    assert reader.ask("How long does the dough prove?", collection="g").status in ("ok", "abstained")
+    assert _manifest(data, "g")["version"] == old and _versions(data, "g") == [old]  # a read never publishes
+    assert not reader.store.opened  # the fallback's read sessions closed the client again
+    assert reader.repair_snapshots() == ["g"] and reader.repair_snapshots() == []  # once, then current
     new = _manifest(data, "g")["version"]
     assert new != old and _versions(data, "g") == [new]  # rebuilt, the old version removed
-    assert not reader.store.opened  # the rebuild's read session closed the client again
+    assert all(c.path != "kitchen/bread.md" for c in reader.retriever.index("g").chunks)
+    assert reader.store.snapshot("g") is not None and not reader.store.opened
 
 
 @pytest.mark.parametrize("damage", ["dense", "chunks", "fields", "codes", "manifest", "missing"])
-def test_damaged_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, make_engine, damage: str) -> None:
+def test_damaged_snapshot_is_ignored_and_rebuilt_by_the_repair_step(tmp_path: Path, corpus: Path, make_engine,
+                                                                    damage: str) -> None:
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
     version = data / "snapshots" / "g" / _manifest(data, "g")["version"]
@@ -132,9 +139,13 @@ def test_damaged_snapshot_is_ignored_and_rebuilt(tmp_path: Path, corpus: Path, m
         (data / "snapshots" / "g" / MANIFEST).write_text("{not json")
     else:
         (version / "sparse_rows.npy").unlink()
+    manifest = (data / "snapshots" / "g" / MANIFEST).read_bytes()
     reader = make_engine(data_dir=data)
-    assert _pool(reader, QUERIES[0]) == expected
+    assert _pool(reader, QUERIES[0]) == expected  # answered from Qdrant
+    assert (data / "snapshots" / "g" / MANIFEST).read_bytes() == manifest  # a read never publishes
+    assert reader.repair_snapshots("g") == ["g"]
     assert _manifest(data, "g")["version"] != version.name
+    assert _pool(make_engine(data_dir=data), QUERIES[0]) == expected
 
 
 def test_the_app_and_a_question_never_scan_every_chunk_of_a_snapshot(
@@ -194,19 +205,24 @@ def test_a_format_1_snapshot_is_refused_and_rebuilt(tmp_path: Path, corpus: Path
     (version / "chunks.json").write_text('{"fields": [], "rows": []}')
     reader = make_engine(data_dir=data)
     assert _pool(reader, QUERIES[0]) == expected
+    assert _manifest(data, "g")["format"] == 1  # a read never publishes
+    assert reader.repair_snapshots() == ["g"]
     new = _manifest(data, "g")
     assert new["format"] == FORMAT and new["version"] != body["version"] and _versions(data, "g") == [new["version"]]
     assert (data / "snapshots" / "g" / new["version"] / "chunks.jsonl").is_file()
 
 
 def test_pickles_are_never_loaded(tmp_path: Path, corpus: Path, make_engine) -> None:
-    """An .npy holding Python objects (a pickle) is refused, not executed: the snapshot is rebuilt."""
+    """An .npy holding Python objects (a pickle) is refused, not executed: the question reads Qdrant,
+    the repair step rebuilds the snapshot."""
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
     version = data / "snapshots" / "g" / _manifest(data, "g")["version"]
     np.save(version / "headings.npy", np.array([{"evil": 1}], dtype=object), allow_pickle=True)
     reader = make_engine(data_dir=data)
     assert reader.topic_index("g").best(reader.encoder.encode(["pruning roses"])[0]).heading == "Pruning roses"
+    assert _manifest(data, "g")["version"] == version.name
+    reader.repair_snapshots("g")
     assert _manifest(data, "g")["version"] != version.name
 
 
@@ -344,11 +360,11 @@ with st.session():  # a write under way: the folder is locked, the collection ch
 def test_readers_are_served_the_last_snapshot_while_another_process_writes(
     tmp_path: Path, corpus: Path, make_engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragcore.storage import store as store_mod
+    from ragcore.storage import locking
 
     data = tmp_path / "data"
     make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
-    monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.5)  # a reader that waited for the lock would fail
+    monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.5)  # a reader that waited for the lock would fail
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(data), "30"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
@@ -359,5 +375,5 @@ def test_readers_are_served_the_last_snapshot_while_another_process_writes(
     finally:
         writer.kill()
         writer.wait(timeout=30)
-    # the writer died without publishing: the next reader finds the snapshot stale and rebuilds it
+    # the writer died without publishing: the next reader finds the snapshot stale and reads Qdrant
     assert "kitchen/bread.md" not in {c.path for c in make_engine(data_dir=data).retriever.index("g").chunks}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ragcore.storage import locking
 from ragcore.storage import store as store_mod
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.store import Store, StoreError
@@ -65,7 +66,7 @@ def test_second_process_waits_for_the_lock(tmp_path: Path) -> None:
 
 
 def test_busy_store_fails_clearly_after_the_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.5)
     holder = _holder(tmp_path, 20)
     try:
         with pytest.raises(StoreError) as err:

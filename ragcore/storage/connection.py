@@ -1,0 +1,95 @@
+"""The Store's connection to its backend: a client opened on demand, held for nested sessions.
+
+Embedded Qdrant lets one process open its folder at a time. With query snapshots the client (and
+with it the folder's lock) is held only inside a session: the outermost session closes the client
+it opened. Without snapshots (or with a client passed in) a client, once open, stays open until
+``close``. ``write_in_progress`` and ``busy_elsewhere`` tell a reader whether the published
+snapshot is the one to serve while a writer is at work.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from ragcore.storage.backend import CopyProgress, StoreBackend
+from ragcore.storage.locking import folder_locked
+
+
+class Connection:
+    def __init__(self, backend: StoreBackend, client: Any = None, *, per_session: bool) -> None:
+        self.backend = backend
+        self._client = client
+        self._per_session = per_session  # close the client when the outermost session ends
+        self._lock = threading.RLock()
+        self._depth = 0  # nested sessions
+        self._writing = 0  # of which writes
+        self._owned = False  # the client was opened by a session, which closes it
+        self._progress: CopyProgress | None = None  # set only while an up-front migration runs
+        self.opens = 0  # clients opened so far (tests check that reads opened none)
+
+    @property
+    def client(self) -> Any:
+        """The client; outside a session it stays open until :meth:`close`."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self.backend.open(self._progress)
+                    self.opens += 1
+                    self._owned = self._depth > 0
+        return self._client
+
+    @property
+    def opened(self) -> bool:
+        return self._client is not None
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @contextmanager
+    def session(self, *, write: bool = True) -> Iterator[Any]:
+        """Hold the client open for a group of operations (sessions nest)."""
+        with self._lock:
+            self._depth += 1
+            self._writing += write
+        try:
+            yield self.client
+        finally:
+            with self._lock:
+                self._depth -= 1
+                self._writing -= write
+                if self._depth == 0 and self._owned and self._per_session and self._client is not None:
+                    self._client.close()
+                    self._client = None
+                    self._owned = False
+
+    @contextmanager
+    def progress(self, progress: CopyProgress | None) -> Iterator[None]:
+        """Report a one-time copy that an open inside this block makes (backend_edge.py)."""
+        with self._lock:
+            self._progress = progress
+            try:
+                yield
+            finally:
+                self._progress = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+                self._owned = False
+
+    def write_in_progress(self) -> bool:
+        """A write session here, or another process holding the folder (a writer)."""
+        if self._writing > 0:
+            return True
+        if self._client is not None:
+            return False  # we hold the folder ourselves
+        return folder_locked(self.backend.path)
+
+    def busy_elsewhere(self) -> bool:
+        """Another process holds embedded Qdrant, and this one has not opened it."""
+        return self._client is None and self._writing == 0 and folder_locked(self.backend.path)
