@@ -33,10 +33,25 @@ DJANGO_DATASET = ROOT.parent / "shared" / "data" / "django-docs-qa"
 
 
 def suggested_dataset(collection: str) -> Path | None:
-    """The bundled set for the demo collection; the Django set (when present) for other collections."""
-    if collection != "guide" and DJANGO_DATASET.is_dir():
+    """The bundled set for the demo collection, the Django set (when present) for a Django
+    collection, else none: another collection's data set would calibrate a wrong bar."""
+    if collection == "guide" and BUNDLED_DATASET.is_dir():
+        return BUNDLED_DATASET
+    if "django" in collection.lower() and DJANGO_DATASET.is_dir():
         return DJANGO_DATASET
-    return BUNDLED_DATASET if BUNDLED_DATASET.is_dir() else (DJANGO_DATASET if DJANGO_DATASET.is_dir() else None)
+    return None
+
+
+def folder_for(collection: str) -> str:
+    """The data set folder last used with ``collection`` on this page, else the suggested one.
+    Kept per collection outside the widget (whose state Streamlit drops when the page is left),
+    so coming back, or moving the sidebar's collection, never puts the guide's set next to
+    another collection."""
+    used = st.session_state.setdefault("ev_folders", {})
+    if collection in used:
+        return used[collection]
+    suggested = suggested_dataset(collection)
+    return str(suggested) if suggested is not None else ""
 BASELINE_CHOICES = {"bm25": BM25_LABEL + " (ragcore sparse)", "llamaindex": LLAMAINDEX_LABEL + " (retrieval only; needs corpus/)"}
 
 rt = shell.page_init()
@@ -56,6 +71,66 @@ def _load_upload(data: bytes, name: str) -> EvalDataset:
     return load_dataset_bytes(data, name)
 
 
+# ---------------------------------------------------------------- calibration (eval/calibration.py)
+
+
+def calibrate_or_ask(dataset: EvalDataset, collection: str, settings, *, replace: bool):
+    """Calibrate; when a bar is stored already and ``replace`` is False, return what to ask
+    (collection, data set, the stored bar) instead. A data set that does not belong to the
+    collection is refused with the reason (ev_cal_error)."""
+    from ragcore.eval.calibration import BarExists, CalibrationError, calibrate
+
+    try:
+        with st.spinner("Calibrating…", show_time=True):
+            cal = calibrate(rt.engine, dataset, collection, settings, replace=replace)
+    except BarExists as exc:
+        return (collection, dataset.name, exc.current)
+    except CalibrationError as exc:
+        ss["ev_cal_error"] = str(exc)
+        return None
+    ss["ev_calibrated"] = (f"Abstain bar for `{md_inline(collection)}`: **{cal.bar:.3f}**, from {md_inline(cal.dataset)} "
+                           f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable questions, abstains on "
+                           f"{cal.abstain_rate:.0%} of {cal.unanswerable} unanswerable). Stored with the collection"
+                           + ("; the bar it replaced is kept under “Stored abstain bars”." if replace else "."))
+    return None
+
+
+def confirm_replacement(dataset: EvalDataset, collection: str, settings, current: dict) -> None:
+    from ragcore.eval.calibration import describe_bar
+
+    st.warning(f"`{md_inline(collection)}` already has a calibrated abstain bar: {md_inline(describe_bar(current))}. "
+               f"Replace it with a bar calibrated on {md_inline(dataset.name)}? The current bar is kept and can be "
+               "restored.", icon=":material/warning:")
+    yes, no = st.columns([0.25, 0.75])
+    if yes.button("Replace the bar", key="ev_cal_replace", icon=":material/swap_horiz:"):
+        ss["ev_cal_pending"] = calibrate_or_ask(dataset, collection, settings, replace=True)
+        st.rerun()
+    if no.button("Keep the stored bar", key="ev_cal_keep"):
+        ss.pop("ev_cal_pending", None)
+        st.rerun()
+
+
+def stored_bars_panel(collection: str) -> None:
+    """The bar in force and the earlier ones, with a restore button."""
+    from ragcore.eval.calibration import describe_bar, restore_bar, stored_bars
+
+    current, history = stored_bars(rt.engine, collection)
+    if not current and not history:
+        return
+    with st.expander(f"Stored abstain bars of {md_inline(collection)} ({1 + len(history) if current else len(history)})"):
+        st.markdown(f"In force: {md_inline(describe_bar(current)) if current else 'none (label-free or settings bar)'}")
+        if not history:
+            st.caption("No earlier bars: a bar replaced by a calibration is kept here.")
+            return
+        pick = st.selectbox("Earlier bars (newest first)", range(len(history)), key="ev_bar_pick",
+                            format_func=lambda i: describe_bar(history[i]))
+        if st.button("Restore this bar", key="ev_bar_restore", icon=":material/history:"):
+            chosen = restore_bar(rt.engine, collection, pick)
+            ss["ev_calibrated"] = (f"Restored the abstain bar of `{md_inline(collection)}`: "
+                                   f"{md_inline(describe_bar(chosen))}; the bar it replaced is kept too.")
+            st.rerun()
+
+
 # ---------------------------------------------------------------- inputs
 c1, c2 = st.columns([3, 2])
 with c1:
@@ -67,11 +142,14 @@ with c1:
             if up is not None:
                 dataset = _load_upload(up.getvalue(), up.name)
         else:
-            suggested = suggested_dataset(ss.get("cfg_collection") or "")
-            if "ev_folder" not in ss and suggested is not None:
-                ss["ev_folder"] = str(suggested)
+            for_collection = ss.get("cfg_collection") or ""
+            if "ev_folder" not in ss or ss.get("ev_folder_of") != for_collection:
+                ss["ev_folder"] = folder_for(for_collection)
+            ss["ev_folder_of"] = for_collection
             folder = st.text_input("Folder (or a .jsonl file) on the machine that runs the app", key="ev_folder",
+                                   placeholder="the data set of this collection's corpus",
                                    help=f"The bundled set: {BUNDLED_DATASET}" if BUNDLED_DATASET.is_dir() else None)
+            ss["ev_folders"][for_collection] = folder
             if folder.strip():
                 p = Path(folder.strip()).expanduser()
                 dataset = _load_folder(str(p), p.stat().st_mtime if p.exists() else 0.0)
@@ -105,17 +183,21 @@ run_col, cal_col = st.columns([0.3, 0.7])
 if cal_col.button("Calibrate the abstain bar", disabled=dataset is None or not dataset.unanswerable,
                   icon=":material/tune:", key="ev_calibrate",
                   help="Score every question of the data set (no answers are composed), choose the bar that best "
-                       "separates answerable from unanswerable questions, and store it with the collection."):
-    from ragcore.eval.calibration import calibrate
-
-    with st.spinner("Calibrating…", show_time=True):
-        cal = calibrate(rt.engine, dataset, collection, settings)
-    ss["ev_calibrated"] = (f"Abstain bar for `{md_inline(collection)}`: **{cal.bar:.3f}**, from {md_inline(cal.dataset)} "
-                           f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable questions, abstains on "
-                           f"{cal.abstain_rate:.0%} of {cal.unanswerable} unanswerable). Stored with the collection.")
+                       "separates answerable from unanswerable questions, and store it with the collection. A stored "
+                       "bar is replaced only after you confirm, and can be restored."):
+    ss.pop("ev_calibrated", None)
+    ss["ev_cal_pending"] = calibrate_or_ask(dataset, collection, settings, replace=False)
     st.rerun()
+pending = ss.get("ev_cal_pending")
+if pending and pending[0] == collection and dataset is not None and pending[1] == dataset.name:
+    confirm_replacement(dataset, collection, settings, pending[2])
+elif pending:
+    ss.pop("ev_cal_pending", None)  # asked about another collection or data set: not this one's question
 if ss.get("ev_calibrated"):
     st.success(ss["ev_calibrated"], icon=":material/check:")
+if ss.get("ev_cal_error"):
+    st.error(md_escape(ss.pop("ev_cal_error")), icon=":material/error:")
+stored_bars_panel(collection)
 
 if run_col.button("Run the evaluation", type="primary", disabled=dataset is None, icon=":material/play_arrow:"):
     bar = st.progress(0.0, text="starting…")

@@ -39,6 +39,8 @@ class SourceLine:
     section: tuple[str, ...] = ()
     anchor: str | None = None
     page: int | None = None
+    page_label: str | None = None  # PDF: the page's printed label (/PageLabels), when it differs from ``page``
+    ocr_confidence: float | None = None  # PDF: set when OCR read the line; its words' mean confidence, 0..100
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,13 @@ class LoadedDocument:
     title: str | None = None
 
 
-def format_locator(path: str, start: int, end: int, page: int | None = None, anchor: str | None = None) -> str:
-    """Where a passage stands, human form: ``docs/x.md:12-20``, ``x.pdf p.3:1-9``, ``a.html:4-9#intro``."""
-    loc = f"{path} p.{page}:{start}-{end}" if page is not None else f"{path}:{start}-{end}"
+def format_locator(
+    path: str, start: int, end: int, page: int | None = None, anchor: str | None = None, page_label: str | None = None,
+) -> str:
+    """Where a passage stands, human form: ``docs/x.md:12-20``, ``x.pdf p.3:1-9``, ``a.html:4-9#intro``;
+    a PDF page with a printed label other than its number: ``x.pdf p.3 (901):1-9``."""
+    shown = f"{page} ({page_label})" if page_label and page_label != str(page) else f"{page}"
+    loc = f"{path} p.{shown}:{start}-{end}" if page is not None else f"{path}:{start}-{end}"
     return f"{loc}#{anchor}" if anchor else loc
 
 
@@ -70,6 +76,8 @@ class Chunk:
     page: int | None = None
     ordinal: int = 0  # position within its document
     title: str | None = None
+    page_label: str | None = None  # PDF: the printed page label (/PageLabels) when it differs from ``page``
+    ocr_confidence: float | None = None  # PDF: the text was read by OCR; the lowest of its lines' confidence, 0..100
 
     @property
     def section_label(self) -> str:
@@ -82,7 +90,10 @@ class Chunk:
         return {
             "chunk_id": self.chunk_id, "path": self.path, "doc_hash": self.doc_hash, "kind": self.kind,
             "start_line": self.start_line, "end_line": self.end_line, "section": list(self.section),
-            "anchor": self.anchor, "page": self.page, "ordinal": self.ordinal, "title": self.title, **extra,
+            "anchor": self.anchor, "page": self.page, "ordinal": self.ordinal, "title": self.title,
+            # PDF-only keys, present only when set: every other payload stays as it always was
+            **{k: v for k, v in (("page_label", self.page_label), ("ocr_confidence", self.ocr_confidence)) if v is not None},
+            **extra,
         }
 
     @classmethod
@@ -99,12 +110,13 @@ class Chunk:
             start_line=int(payload["start_line"]), end_line=int(payload["end_line"]),
             section=tuple(payload.get("section") or ()), anchor=payload.get("anchor"), page=payload.get("page"),
             ordinal=int(payload.get("ordinal") or 0), title=payload.get("title"),
+            page_label=payload.get("page_label"), ocr_confidence=payload.get("ocr_confidence"),
         )
 
     @property
     def locator(self) -> str:
         """Human form: ``docs/x.md:12-20`` plus page or anchor where known."""
-        return format_locator(self.path, self.start_line, self.end_line, self.page, self.anchor)
+        return format_locator(self.path, self.start_line, self.end_line, self.page, self.anchor, self.page_label)
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,7 @@ class FileOutcome:
     status: Literal["added", "updated", "unchanged", "removed", "failed"]
     chunks: int = 0
     reason: str | None = None
+    ocr_pages: int = 0  # PDF pages whose text was read by OCR (scans)
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,11 @@ class IngestReport:
     @property
     def failed(self) -> tuple[FileOutcome, ...]:
         return tuple(o for o in self.outcomes if o.status == "failed")
+
+    @property
+    def ocr_pages(self) -> int:
+        """Pages of the files read in this ingest whose text came from OCR."""
+        return sum(o.ocr_pages for o in self.outcomes)
 
     def summary(self) -> dict[str, int]:
         return {s: self.count(s) for s in ("added", "updated", "unchanged", "removed", "failed")}
@@ -251,6 +269,7 @@ class Citation:
     score_kind: ScoreKind
     support: float  # 0..1, how well the citing sentences are supported by this evidence
     origin: Origin = "corpus"
+    page_label: str | None = None  # PDF: the printed page label beside the physical ``page``
 
 
 @dataclass(frozen=True)

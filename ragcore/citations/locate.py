@@ -28,7 +28,7 @@ def make_citation(e: Evidence, matches: Sequence[SupportMatch]) -> Citation:
     return Citation(
         n=e.n, chunk_id=c.chunk_id, path=c.path, start_line=start, end_line=end, section=c.section, page=c.page,
         anchor=c.anchor, url=source_url(c.path, start, end, c.page), retrieval_score=e.score, score_kind=e.score_kind,
-        support=round(support, 4), origin=e.origin,
+        support=round(support, 4), origin=e.origin, page_label=c.page_label,
     )
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import unicodedata
 from dataclasses import fields
 from typing import Any, Mapping
 
-from ragcore.settings.config import ENV_PREFIX, ConfigError, RagcoreSettings, check_value, chunk_problem, env_values
+from ragcore.settings.config import (
+    ENV_PREFIX, LLM_ENV_PREFIX, ConfigError, RagcoreSettings, check_env_names, check_value, chunk_problem, env_values,
+)
 
 # argparse ``dest`` -> the option as the user writes it (for error messages)
 OPTIONS = {
@@ -44,13 +47,15 @@ class UsageError(ValueError):
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> RagcoreSettings:
     """RAGCORE_* / OPENAI_* variables and secrets.toml, then the command's options on top.
 
-    Every bad option is reported in one ConfigError naming the option, the value and what
-    is allowed (``--top-k=0 is not allowed: top_k must be an integer ≥ 1``)."""
+    Every bad option, variable and LLM setting is reported in one ConfigError naming each
+    option or variable, the value and what is allowed (``--top-k=0 is not allowed: top_k must
+    be an integer ≥ 1; RAGCORE_LLM_TEMPERATURE=5 is not allowed: …``)."""
     from ragcore.settings.llm_config import resolve_llm_settings
 
+    env = os.environ if env is None else env
     rules = {f.name: f.metadata["rule"] for f in fields(RagcoreSettings) if "rule" in f.metadata}
     values: dict[str, Any] = {}
-    problems: list[str] = []
+    problems: list[str] = []  # options, RAGCORE_* and the LLM's settings: every bad value in one message
     for dest, option in OPTIONS.items():
         raw = getattr(args, dest, None)
         if raw is None:
@@ -59,18 +64,41 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None =
             values[dest] = check_value(dest, rules[dest], raw, option)
         except ConfigError as exc:
             problems.append(str(exc))
-    if problems:
-        raise ConfigError("; ".join(problems))
-    # a chunk size/overlap clash names whichever option or variable set each side
-    env_set, labels = env_values(RagcoreSettings, os.environ if env is None else env, ENV_PREFIX, skip=("llm",))
+    env_set: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    llm = None
+    for step in ("names", "env", "llm"):
+        try:
+            if step == "names":  # (the LLM's RAGCORE_LLM_* names are checked with its settings)
+                check_env_names({k: v for k, v in env.items() if not k.startswith(LLM_ENV_PREFIX)})
+            elif step == "env":
+                env_set, labels = env_values(RagcoreSettings, env, ENV_PREFIX, skip=("llm",))
+            else:
+                llm = resolve_llm_settings(env=env)
+        except ConfigError as exc:
+            problems.append(str(exc))
     merged = {**env_set, **values}
+    name_problem = _name_problem(merged.get("collection"), "--collection" if "collection" in values
+                                           else labels.get("collection", "collection"))
+    if name_problem:
+        problems.append(name_problem)
+    # a chunk size/overlap clash names whichever option or variable set each side
     labels.update({k: OPTIONS[k] for k in ("chunk_size", "chunk_overlap") if k in values})
     defaults = RagcoreSettings.__dataclass_fields__
     problem = chunk_problem(merged.get("chunk_size", defaults["chunk_size"].default),
                             merged.get("chunk_overlap", defaults["chunk_overlap"].default), labels)
     if problem:
-        raise ConfigError(problem)
-    return RagcoreSettings.from_env(env, llm=resolve_llm_settings(env=env), **values)
+        problems.append(problem)
+    if problems:
+        raise ConfigError("; ".join(dict.fromkeys(problems)))
+    return RagcoreSettings.from_env(env, llm=llm, **values)
+
+
+def _name_problem(name: Any, label: str) -> str | None:
+    """The store's rule for collection names (storage/names.py), checked before anything opens."""
+    from ragcore.storage.names import collection_name_problem
+
+    return None if name is None else collection_name_problem(str(name), term_safe(label))
 
 
 def attach_negative_values(argv: list[str]) -> list[str]:
@@ -88,6 +116,44 @@ def attach_negative_values(argv: list[str]) -> list[str]:
         out.append(arg)
         i += 1
     return out
+
+
+# --------------------------------------------------------------------------- files named on the command line
+
+# a selection is a passage to answer from: a megabyte is a book's worth of text
+MAX_SELECTION_FILE_BYTES = 1 << 20
+# kernel and device file systems: their "files" are endless (/dev/zero), or hold the process's
+# secrets (/proc/self/environ), and report a size of 0 whatever they hold
+_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def read_regular_file(path: str, shown: str, limit: int = MAX_SELECTION_FILE_BYTES) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes outside /proc,
+    /sys and /dev; UsageError (starting with ``shown``) otherwise. Opened without blocking, so a
+    FIFO cannot hang the command, and read no further than the limit."""
+    real = os.path.realpath(path)
+    if any(real == root or real.startswith(root + "/") for root in _PSEUDO_ROOTS):
+        raise UsageError(f"{shown}: {term_safe(path)!r} is a system file ({term_safe(real)}), not a document; "
+                         "give a regular text file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such file {term_safe(path)!r}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{shown}: {term_safe(path)!r} is a folder, not a file") from None
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read {term_safe(path)!r} ({exc.strerror or type(exc).__name__})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise UsageError(f"{shown}: {term_safe(path)!r} is {what}; give a regular text file")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1) if st.st_size <= limit else b""
+    if st.st_size > limit or len(data) > limit:
+        raise UsageError(f"{shown}: {term_safe(path)!r} is larger than {limit // 1024} KB, the most a selection "
+                         "may read; give a line range of a smaller file, or --selection with the passage")
+    return data
 
 
 # --------------------------------------------------------------------------- terminal output

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ragcore.cli.plugins import BENCH_HELP
-from ragcore.cli.common import UsageError, attach_negative_values, dump_json, settings_from_args, term_safe
+from ragcore.cli.common import (
+    UsageError, attach_negative_values, dump_json, read_regular_file, settings_from_args, term_safe,
+)
 from ragcore.settings.config import ConfigError, RagcoreSettings
-from ragcore.safety.redact import redact_url
+from ragcore.safety.redact import looks_like_secret, redact_url
 
 
 def _engine(settings: RagcoreSettings, *, preload: bool = False):
@@ -43,6 +45,8 @@ def _copy_old_store(engine, *, quiet: bool = False) -> None:
 
 # ------------------------------------------------------------------ ingest
 
+INGEST_FAILED = 1  # the exit status of an ingest in which some files could not be read
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
@@ -70,7 +74,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         from ragcore.types import to_jsonable
 
         print(dump_json(to_jsonable(report)))
-        return 0
+        return INGEST_FAILED if report.failed else 0
     counts = report.summary()
     chunks = sum(o.chunks for o in report.outcomes if o.status in ("added", "updated", "unchanged"))
     print(
@@ -81,9 +85,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     )
     print(f"corpus version {report.corpus_version}, built {report.built_at}")
     print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
+    if report.ocr_pages:
+        print(f"{report.ocr_pages} scanned PDF page(s) read by OCR")
     for o in report.failed:
         print(f"  skipped {term_safe(o.path)}: {term_safe(o.reason)}")
-    return 0
+    return INGEST_FAILED if report.failed else 0  # so scripts notice (docs/02-ingesting-documents.md)
 
 
 # ------------------------------------------------------------------ ask
@@ -102,24 +108,31 @@ def _read_selection(args: argparse.Namespace) -> tuple[str, str, int] | None:
 
 def read_selection_file(spec: str) -> tuple[str, list[str], tuple[int, int]]:
     """``FILE[:START-END]`` → (file, its lines, the 1-based inclusive range); UsageError
-    naming the option and the value for a missing or non-UTF-8 file or a bad range."""
+    naming the option and the value for a missing, non-regular, oversized or non-UTF-8 file or
+    a bad range. A line that looks like a secret (an API key, a password) is replaced by a
+    note, so it reaches neither the answer nor the evidence."""
     path, rng = spec, ""
     if not Path(spec).is_file() and ":" in spec:  # a file name may itself contain ":"
         path, _, rng = spec.rpartition(":")
     shown = f"--selection-file={term_safe(spec)}"
     try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{shown}: no such file {term_safe(path)!r}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{shown}: {term_safe(path)!r} is a folder, not a file") from None
+        text = read_regular_file(path, shown).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{shown}: the file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                          f"{exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise UsageError(f"{shown}: cannot read {term_safe(path)!r} ({exc.strerror or type(exc).__name__})") from None
     lines = text.splitlines()
-    return path, lines, _line_range(shown, rng, len(lines))
+    start, end = _line_range(shown, rng, len(lines))
+    hidden = [i for i in range(start, end + 1) if looks_like_secret(lines[i - 1])]
+    for i in hidden:
+        lines[i - 1] = SECRET_LINE_NOTE
+    if hidden:
+        print(f"note: {shown}: line{'s' if len(hidden) > 1 else ''} {', '.join(map(str, hidden))} "
+              "looked like a secret (a key, token or password) and "
+              f"{'were' if len(hidden) > 1 else 'was'} left out of the selection", file=sys.stderr)
+    return path, lines, (start, end)
+
+
+SECRET_LINE_NOTE = "(a line that looked like a secret was left out here)"
 
 
 def _whole(text: str) -> bool:
@@ -239,7 +252,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
     if args.json:
         from ragcore.types import to_jsonable
 
-        print(dump_json([{**to_jsonable(i), "abstain_bar": to_jsonable(bars[i.name])} for i in infos]))
+        print(dump_json([{**to_jsonable(i), "state": collection_state(i), "abstain_bar": to_jsonable(bars[i.name])}
+                         for i in infos]))
         return 0
     if not infos:
         where = redact_url(s.qdrant_url) or s.store_path
@@ -250,7 +264,22 @@ def cmd_collections(args: argparse.Namespace) -> int:
         print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
               f"{term_safe(i.built_at or '-')}")
         print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
+        if collection_state(i) != "ready":
+            print(f"{'':<20} {STATE_NOTES[collection_state(i)]}")
     return 0
+
+
+STATE_NOTES = {
+    "empty": "empty: the last ingest found no supported files (nothing to answer from)",
+    "incomplete": "incomplete: an ingest did not finish; run it again (other collections are unaffected)",
+}
+
+
+def collection_state(info) -> str:
+    """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version)."""
+    if info.corpus_version is None:
+        return "incomplete"
+    return "empty" if info.chunks == 0 else "ready"
 
 
 # ------------------------------------------------------------------ main
@@ -304,6 +333,10 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.add_argument("--repair", action="store_true", help="first rewrite any query snapshot that is missing, stale "
                      "(a writer died) or damaged, from the embedded store (a write: waits for another writer)")
     col.set_defaults(func=cmd_collections)
+
+    from ragcore.eval.bars_cli import add_bars_parser
+
+    add_bars_parser(sub)
 
     if not full:
         for name, text in LAZY_COMMANDS.items():

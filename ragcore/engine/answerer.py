@@ -23,6 +23,7 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.events import EventFactory
 from ragcore.engine.generation import Generators
 from ragcore.safety.guardrails import is_hedged, route_question
+from ragcore.synthesis.llm.errors import KEEPS_PARTIAL
 from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
 from ragcore.engine.stages import (
     NOTHING_TO_QUOTE, AskRequest, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
@@ -142,7 +143,7 @@ class Answerer:
         else:
             synth = ExtractiveSynthesizer(self._composer(s), assessment.composed)
         result = yield from _pump(synth, job, ev, cancel)
-        if result.failure is None or result.cancelled or result.failure.kind == "deadline":
+        if result.failure is None or result.cancelled or result.failure.kind in KEEPS_PARTIAL:
             if result.failure is not None:
                 yield ev("error", message=result.failure.message, kind=result.failure.kind)
             return result

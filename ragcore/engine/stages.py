@@ -154,6 +154,8 @@ def failure_message(synthesis: Synthesis) -> str | None:
         return None
     if f.kind == "deadline":
         return f"{f.message} The answer stops where the model was when the deadline passed."
+    if f.kind == "too_long":  # the client's reply cap: the cut text is the answer, its note says so
+        return f.message
     return f"{f.message} Showing the extractive answer from the same evidence instead."
 
 

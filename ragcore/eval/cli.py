@@ -48,6 +48,9 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--calibrate", action="store_true",
                    help="first choose the collection's abstain bar from this data set and store it with the "
                         "collection (the app and `ragcore ask` then use it); the run then uses that bar")
+    e.add_argument("--replace", action="store_true",
+                   help="with --calibrate: replace the collection's stored bar without asking (it is kept in the "
+                        "history: `ragcore bars -c NAME` lists and restores bars)")
     e.add_argument("--no-charts", action="store_true", help="do not write charts")
     e.add_argument("--no-save", action="store_true", help="do not save the run under DATA_DIR/eval_runs")
     e.add_argument("--json", action="store_true", help="print the JSON results instead of the tables")
@@ -115,7 +118,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                           baselines=baselines, progress=progress, say=progress.say, limit=args.limit,
                           cold_cache=not args.warm, keep_temp=not args.drop_temp)
     except (CalibrationError, SweepError) as exc:
-        print(f"error: {term_safe(exc)}", file=sys.stderr)
+        hint = " Add --replace to replace it." if type(exc).__name__ == "BarExists" else ""
+        print(f"error: {term_safe(exc)}{hint}", file=sys.stderr)
         return 2
     finally:
         progress.bar.close()
@@ -128,12 +132,30 @@ def _calibrate(args: argparse.Namespace, engine, dataset, settings, progress: _P
     """Choose and store the collection's abstain bar; the run then uses it (unless --abstain-bar)."""
     from ragcore.eval.calibration import calibrate
 
+    from ragcore.eval.calibration import BarExists
+
     name = args.collection or settings.collection
-    cal = calibrate(engine, dataset, name, settings, progress=lambda d, t: progress(d, t, "calibrating the abstain bar"))
+    step = lambda d, t: progress(d, t, "calibrating the abstain bar")  # noqa: E731
+    try:
+        cal = calibrate(engine, dataset, name, settings, replace=args.replace, progress=step)
+    except BarExists as exc:
+        if not _confirm(f"{exc} Replace it with a bar from {dataset.name}? [y/N] "):
+            raise BarExists(exc.collection, exc.current) from None  # (exit 2, the message says what to do)
+        cal = calibrate(engine, dataset, name, settings, replace=True, progress=step)
     progress.say(f"calibrated abstain bar for {name}: {cal.bar:.3f} "
                  f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable, abstains on {cal.abstain_rate:.0%} "
                  f"of {cal.unanswerable} unanswerable); stored with the collection")
     return settings if getattr(args, "abstain_bar", None) is not None else settings.with_(calibrated_bar=True)
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal; without one (a script, CI) the answer is no: --replace says yes."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(term_safe(question)).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 def _write_and_print(args: argparse.Namespace, report, settings) -> None:

@@ -425,6 +425,9 @@ def _make_chunk(
         page=first.page,
         ordinal=ordinal,
         title=doc.title,
+        page_label=first.page_label,
+        # OCR'd text (PDF scans) says so, with the least confident of its lines
+        ocr_confidence=min((ln.ocr_confidence for ln in lines if ln.ocr_confidence is not None), default=None),
     )
     # Offsets in the document's text: whole lines start at their line; a window lo chars in.
     i, j = piece.first + a, piece.first + b - 1

@@ -37,6 +37,8 @@ from ragcore.encoders.sparse import SPARSE_VERSION
 from ragcore.storage.store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ragcore.storage.sections import heading_of
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
+from ragcore.ingest import space
+from ragcore.storage.schema import check_collection_name
 from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from ragcore.ingest.discover import SourceFile, _name_problem, _printable, discover  # noqa: F401  (discover: the engine's import)
 from ragcore.ingest.read.loaders import LineLimitError, LoadError, load_bytes, read_bytes
@@ -114,6 +116,7 @@ class _Writer:
         self.queued = self.batched = self.done = 0
         self.written = self.embedded = 0  # updated by the writing thread only
         self.error: BaseException | None = None
+        self.space_folder: Any = None  # the data folder whose free space each batch checks (space.py)
         self.abort = threading.Event()
         self.store_lock = threading.Lock()  # one store call at a time: reuse lookups vs writes
         self.to_embed: queue.Queue[_Batch | None] = queue.Queue(maxsize=ahead)
@@ -230,6 +233,7 @@ class _Writer:
             while (item := self._get(self.to_write)) is not None:
                 with self.store_lock:
                     if item.batch.chunks:
+                        space.check_batch(self.space_folder, len(item.batch.chunks))
                         self.store.write_chunks(self.collection, item.batch.chunks, item.vecs,
                                                 item.batch.doc_chunks, self.fingerprint)
                     # only now is every chunk of these files in the store: their old versions can go
@@ -329,16 +333,20 @@ def ingest(
     file as it is read (``done`` counts files whose chunks are all written, in order), each
     written batch of a long file ("path: N chunks written") and each file as it completes."""
     t0 = time.perf_counter()
-    store.ensure_collection(collection)
+    check_collection_name(collection)  # before any path is built from it
     state: dict[str, list[PointRef]] = defaultdict(list)
     for ref in store.point_refs(collection):
         state[ref.path].append(ref)
+    folder = space.data_folder(settings)
+    space.check_before_ingest(folder, sources, state)  # before anything is written (space.py: SIGBUS)
+    store.ensure_collection(collection)
     run = _Run(state=dict(state), fingerprint=index_fingerprint(settings))
     existing = {r.id for refs in state.values() for r in refs}
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
     writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH, ahead=PIPELINE_AHEAD,
                      on_written=on_written)
+    writer.space_folder = folder
     try:
         for src in sources:
             if progress:
@@ -346,6 +354,8 @@ def ingest(
             chunks, stale = _ingest_file(src, run, settings)
             writer.add_file(src.rel, chunks, stale)
         writer.flush()
+    except Exception as exc:  # a disk that filled up anyway: say so, with the folder and the space left
+        raise (space.as_space_error(exc, folder) if folder is not None else None) or exc
     finally:
         writer.close()
     if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
@@ -388,7 +398,8 @@ def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple
     new_ids = {point_id(c.chunk_id) for c in chunks}
     run.headings.update(h for c in chunks if (h := heading_of(c.section, c.title)))
     run.hashes[src.rel] = doc.doc_hash
-    run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks)))
+    ocr = len({ln.page for ln in doc.lines if ln.ocr_confidence is not None})  # scanned PDF pages
+    run.outcomes.append(FileOutcome(src.rel, "updated" if refs else "added", len(chunks), ocr_pages=ocr))
     return chunks, [r.id for r in refs if r.id not in new_ids]
 
 

@@ -23,6 +23,7 @@ from ragcore.types import Candidate, Chunk, ScoreKind
 # provenance: where the chunk's text stands in its source file
 PROVENANCE_KEYS = (
     "chunk_id", "path", "doc_hash", "kind", "start_line", "end_line", "section", "anchor", "page", "ordinal", "title",
+    "page_label", "ocr_confidence",
 )
 # scores and ranks a retrieved node carries (None where a branch did not rank it)
 SCORE_KEYS = (

@@ -6,7 +6,8 @@ data; this module is the check that does not depend on the model obeying: chunks
 looks like an instruction to an assistant are marked, the extractive composer never quotes
 such a sentence, and any answer sentence that cites a marked chunk is flagged ``injected``
 (so the answer is not plain "ok"). It is a pattern check — it catches the common phrasings in
-English, not every possible one; docs/16-security.md says so.
+English, German, French, Spanish, Italian, Portuguese and Dutch (_MULTILINGUAL), not every
+possible one nor other languages; docs/16-security.md says so.
 """
 
 from __future__ import annotations
@@ -30,7 +31,60 @@ _PATTERNS = [
     r"\b(?:send|post|exfiltrate|upload)\b[^.\n]{0,40}\b(?:to|at) (?:https?://|www\.)",
     r"!\[[^\]]*\]\(https?://[^)]*\?[^)]*=",  # an image whose URL carries a query: a classic exfiltration beacon
 ]
-_RE = [re.compile(p, re.I) for p in _PATTERNS]
+# The same families in German, French, Spanish, Italian, Portuguese and Dutch: "ignore the previous
+# instructions" (a verb, a qualifier such as "previous"/"all", then the noun: documentation says
+# "Django ignora las reglas" without a qualifier), "you are now …", "from now on answer …",
+# "new instructions:", "reveal the system prompt", "answer every question with".
+_IGNORE = {
+    "de": (r"ignorier\w*|vergiss|vergessen sie|missacht\w*|übergeh\w*|verwirf",
+           r"vorherigen|vorigen|bisherigen|obigen|früheren|alle|allen|deine|ihre|sämtliche",
+           r"anweisung\w*|instruktion\w*|regeln|vorgaben|befehle|richtlinien|(?:system)?prompts?"),
+    "fr": (r"ignore[zs]?|oublie[zs]?|ne tiens pas compte|ne tenez pas compte",
+           r"précédentes?|antérieures?|ci-dessus|toutes|tous|tes|vos",
+           r"instructions?|consignes?|règles|directives|prompts?"),
+    "es": (r"ignora\w*|olvida\w*|haz caso omiso",
+           r"anteriores|previas|todas|todos|tus|sus",
+           r"instrucci\w+|reglas|indicaciones|directrices|[oó]rdenes|prompts?"),
+    "it": (r"ignora\w*|dimentica\w*",
+           r"precedenti|tutte|tutti|tue|sue|sopra",
+           r"istruzion\w|regole|indicazioni|direttive|prompts?"),
+    "pt": (r"ignor[ae]\w*|esque[cç]a\w*|desconsider[ae]\w*",
+           r"anteriores|prévias|todas|todos|suas|tuas|acima",
+           r"instru[cç](?:ões|ão|oes|ao)|regras|diretrizes|ordens|prompts?"),
+    "nl": (r"negeer|vergeet|negeren",
+           r"vorige|eerdere|voorgaande|alle|bovenstaande|je|jouw|uw",
+           r"instructies?|regels|aanwijzingen|opdrachten|prompts?"),
+}
+_MULTILINGUAL = [rf"\b(?:{verb})\b[^.\n]{{0,40}}\b(?:{qual})\b[^.\n]{{0,30}}\b(?:{noun})"
+                 for verb, qual, noun in _IGNORE.values()] + [
+    # you are now … / from now on …
+    r"\b(?:du bist|sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:ein|eine|der|die|kein|keine|im)\b"
+    r"|\bab (?:jetzt|sofort|nun)\b,? (?:antwortest|antworte|beantworte|sagst|bist) ",
+    r"\b(?:tu es|vous êtes|tu deviens|vous devenez) (?:maintenant|désormais|dorénavant) (?:un|une|le|la|en)\b"
+    r"|\b(?:désormais|dorénavant|à partir de maintenant),? (?:tu|vous|réponds|répondez)\b",
+    r"\b(?:ahora|a partir de ahora) (?:eres|serás|usted es)\b|\ba partir de ahora,? (?:responde|contesta|di)\b",
+    r"\b(?:ora|adesso|da ora in poi) sei (?:un|una|il|la|in)\b|\bd'ora in poi,? (?:rispondi|sei|devi)\b",
+    r"\b(?:agora|a partir de agora) (?:você é|tu és|és)\b|\ba partir de agora,? (?:responda|responde|você)\b",
+    r"\b(?:je bent|jij bent|u bent) (?:nu|vanaf nu) (?:een|de|het|in)\b|\bvanaf nu,? (?:antwoord|beantwoord|ben|zeg)\b",
+    # new instructions:
+    r"\b(?:neue|aktualisierte|echte) (?:system)?(?:anweisungen|instruktionen)\s*:"
+    r"|\bnouvelles? (?:instructions|consignes)\s*:|\bnuevas instrucciones\s*:|\bnuove istruzioni\s*:"
+    r"|\bnovas instru[cç][õo]es\s*:|\bnieuwe instructies\s*:",
+    # reveal the system prompt / the key
+    r"\b(?:gib|zeig\w*|verrat\w*|nenn\w*|wiederhol\w*|révèle\w*|affiche\w*|montre\w*|répète\w*|revela\w*|muestra\w*"
+    r"|imprime|repite|rivela\w*|mostra\w*|stampa|ripeti|revele|mostre|imprima|repita|onthul|toon|herhaal)\s[^.\n]{0,30}"
+    r"\b(?:system-?prompt|deine anweisungen|prompt système|prompt du système|vos instructions|tes instructions"
+    r"|prompt del sistema|tus instrucciones|prompt di sistema|le tue istruzioni|prompt do sistema|suas instru[cç][õo]es"
+    r"|systeemprompt|je instructies|api-?(?:schlüssel|key|sleutel)|cl[ée] api|clave (?:de )?api|chiave api|chave (?:de )?api)",
+    # answer every question with …
+    r"\b(?:antworte|beantworte) (?:auf )?(?:jede|alle) (?:frage|fragen)\b[^.\n]{0,20}\bmit\b"
+    r"|\bréponds?(?:ez)? à (?:chaque|toutes les|toute) (?:question|questions)\b[^.\n]{0,20}\b(?:par|avec)\b"
+    r"|\bresponde (?:a )?(?:cada|todas las) preguntas?\b[^.\n]{0,20}\bcon\b"
+    r"|\brispondi a (?:ogni|tutte le) domand[ae]\b[^.\n]{0,20}\bcon\b"
+    r"|\bresponda (?:a )?(?:cada|todas as) perguntas?\b[^.\n]{0,20}\bcom\b"
+    r"|\bbeantwoord (?:elke|iedere|alle) vra(?:ag|gen)\b[^.\n]{0,20}\bmet\b",
+]
+_RE = [re.compile(p, re.I) for p in (*_PATTERNS, *_MULTILINGUAL)]
 
 
 def instruction_phrases(text: str) -> list[str]:
@@ -64,19 +118,49 @@ def suspicious_evidence(evidence: Sequence[Evidence]) -> tuple[SuspiciousEvidenc
     return tuple(out)
 
 
-_IMAGE = re.compile(r"!\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
-_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+# a link text may hold one level of brackets: the nested ``[![a](img)](http://evil/z)``
+_LABEL = r"((?:[^\[\]\n]|\[[^\[\]\n]*\])*)"
+_TARGET = r"\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
+_IMAGE = re.compile(r"!\[" + _LABEL + r"\]" + _TARGET)
+_LINK = re.compile(r"(?<!!)\[" + _LABEL + r"\]" + _TARGET)
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
+# a reference definition "[1]: http://…" would turn the [n] citation markers into links or images
+_REF_DEF = re.compile(r"(?m)^( {0,3})\[([^\]\n]+)\]:[ \t]*(\S+)")
+# raw HTML a Markdown viewer renders: images and media load by themselves, <a> hides its target
+_MEDIA_TAG = re.compile(r"<\s*(?:img|image|picture|source|video|audio|iframe|embed|object|svg|input|link|meta|base|"
+                        r"script|style|frame|track)\b[^>]*>?", re.I)
+_ANCHOR_TAG = re.compile(r"<\s*/?\s*(?:a|area|form|button)\b[^>]*>?", re.I)
+_MAX_PASSES = 8  # nesting beyond this is not Markdown any viewer renders as a link any more
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span, which every Markdown viewer shows as literal text."""
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+
+
+def _fixpoint(rx: re.Pattern[str], repl, text: str) -> str:
+    for _ in range(_MAX_PASSES):
+        new = rx.sub(repl, text)
+        if new == text:
+            break
+        text = new
+    return text
 
 
 def defang_images(text: str) -> str:
-    """Markdown images as visible text: an answer never makes a viewer load anything (a viewer
-    that loads ``![x](http://evil/?q=secret)`` sends data out). Applies to every answer."""
-    return _IMAGE.sub(lambda m: f"[image: {m.group(1) or 'untitled'}] (`{m.group(2)}`)", text)
+    """Markdown images, raw HTML images and media (``<img src=…>``) and reference definitions as
+    visible text: an answer never makes a viewer load anything (a viewer that loads
+    ``![x](http://evil/?q=secret)`` sends data out). Applies to every answer."""
+    text = _fixpoint(_IMAGE, lambda m: f"[image: {m.group(1) or 'untitled'}] ({_code(m.group(2))})", text)
+    text = _MEDIA_TAG.sub(lambda m: _code(m.group(0)), text)
+    return _REF_DEF.sub(lambda m: f"{m.group(1)}[{m.group(2)}]\\: {_code(m.group(3))}", text)
 
 
 def defang_links(text: str) -> str:
-    """Model-written Markdown images and links as visible text: no image is loaded, and a link
-    shows its target as code instead of hiding it behind words."""
-    text = _LINK.sub(lambda m: f"{m.group(1)} (`{m.group(2)}`)", defang_images(text))
-    return _AUTOLINK.sub(lambda m: f"`{m.group(1)}`", text)
+    """Model-written Markdown images and links (nested ones too) and raw HTML links as visible
+    text: no image is loaded, and a link shows its target as code instead of hiding it behind words."""
+    text = defang_images(text)
+    text = _fixpoint(_LINK, lambda m: f"{m.group(1)} ({_code(m.group(2))})", text)
+    text = _ANCHOR_TAG.sub(lambda m: _code(m.group(0)), text)
+    return _AUTOLINK.sub(lambda m: _code(m.group(1)), text)

@@ -101,39 +101,66 @@ def resolve_llm_settings_with_sources(
     ``secrets_files`` replaces the default search (``secrets_paths(root)``), lowest
     precedence first; pass ``()`` to read none. Sources read like ``"explicit"``,
     ``"env RAGCORE_LLM_MODEL"``, ``"/p/.streamlit/secrets.toml [llm.model]"`` or
-    ``"default"``. Raises ConfigError for a bad value or an unknown name.
+    ``"default"``. Raises one ConfigError listing every bad value and unknown name.
     """
     env = os.environ if env is None else env
     explicit = dict(explicit or {})
     unknown = sorted(set(explicit) - set(_RULES))
     if unknown:
         raise ConfigError(f"unknown LLM setting(s): {', '.join(unknown)}")
-    check_env_names(env, LLM_ENV_PREFIX)
-
     values: dict[str, Any] = {}
     sources: dict[str, str] = {name: "default" for name in _RULES}
+    problems = _Problems()  # every bad value of every source in one message, not one per run
+    with problems:
+        check_env_names(env, LLM_ENV_PREFIX)
 
     files = secrets_paths(root) if secrets_files is None else [Path(p) for p in secrets_files]
     for path in files:  # lowest precedence first: later files win
-        for name, (raw, key) in _from_secrets(_read_toml(path)).items():
-            values[name] = check_value(name, _RULES[name], raw, key, f" in {path}")
-            sources[name] = f"{path} [{key}]"
+        found: dict[str, tuple[Any, str]] = {}
+        with problems:
+            found = _from_secrets(_read_toml(path))
+        for name, (raw, key) in found.items():
+            with problems:
+                values[name] = check_value(name, _RULES[name], raw, key, f" in {path}")
+                sources[name] = f"{path} [{key}]"
 
     env_vars = [(name, var) for name, var in (("api_key", "OPENAI_API_KEY"), ("base_url", "OPENAI_BASE_URL"))]
     env_vars += [(name, env_name(name)) for name in _RULES]  # RAGCORE_LLM_* win over OPENAI_*
     for name, var in env_vars:
         raw = env.get(var)
         if raw is not None and raw.strip() != "":
-            values[name] = check_value(name, _RULES[name], raw, var)
-            sources[name] = f"env {var}"
+            with problems:
+                values[name] = check_value(name, _RULES[name], raw, var)
+                sources[name] = f"env {var}"
 
     for name, raw in explicit.items():
         if raw is None:
             continue
-        values[name] = check_value(name, _RULES[name], raw)
-        sources[name] = "explicit"
-
+        with problems:
+            values[name] = check_value(name, _RULES[name], raw)
+            sources[name] = "explicit"
+    problems.raise_any()
     return LlmSettings(**values), sources
+
+
+class _Problems:
+    """Collects the ConfigErrors raised inside ``with problems:`` blocks; raise_any() raises one."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def __enter__(self) -> "_Problems":
+        return self
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
+        if isinstance(exc, ConfigError):
+            self.messages.append(str(exc))
+            return True
+        return False
+
+    def raise_any(self) -> None:
+        if self.messages:
+            raise ConfigError("; ".join(dict.fromkeys(self.messages)))
 
 
 def resolve_llm_settings(

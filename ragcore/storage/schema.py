@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragcore.encoders.minilm import MODEL_NAME
+from ragcore.storage.names import RESERVED_PREFIX, collection_name_problem  # noqa: F401  (RESERVED_PREFIX re-exported)
 from ragcore.types import Chunk
 
 DENSE = "dense"
@@ -23,7 +24,6 @@ META_COLLECTION = "ragcore__meta"
 # Embedded section headings, shared by every collection: a heading's vector depends only on
 # its text and the model, so one entry serves every corpus, re-ingest and process.
 TOPICS_COLLECTION = "ragcore__topics"
-RESERVED_PREFIX = "ragcore__"
 
 
 class StoreError(RuntimeError):
@@ -89,5 +89,6 @@ def utc_now() -> str:
 
 
 def check_collection_name(name: str) -> None:
-    if name.startswith(RESERVED_PREFIX) or not name.replace("-", "").replace("_", "").isalnum():
-        raise StoreError(f"Invalid collection name {name!r}: use letters, digits, - and _.")
+    problem = collection_name_problem(name)  # (storage/names.py: the rule the CLI checks too)
+    if problem:
+        raise StoreError(f"Invalid collection name: {problem}")

@@ -23,7 +23,11 @@ ErrorKind = Literal[
     "empty",  # the model answered with no text
     "bad_request",  # 400 / 404 / 422: wrong model name, wrong API, prompt too long ...
     "cancelled",  # the caller asked to stop
+    "too_long",  # the reply passed the client-side cap derived from max_output_tokens: partial holds it
 ]
+
+#: Kinds whose partial text is the answer (cut, with a note), not a reason to fall back.
+KEEPS_PARTIAL: frozenset[str] = frozenset({"deadline", "too_long"})
 
 #: Kinds where asking again later can succeed (the SDK itself retries some of them).
 RETRYABLE_KINDS: frozenset[str] = frozenset(

@@ -10,13 +10,17 @@
   ``max_tokens`` or ``temperature``;
 * :mod:`.openai_stream` turns events into text (and drops a ``<think>`` block);
 * :mod:`.openai_errors` turns every failure into a :class:`GenerationError` that says what to do;
-* :mod:`.openai_budget` stops the answer when the caller cancels or ``deadline_s`` passes.
+* :mod:`.openai_budget` stops the answer when the caller cancels or ``deadline_s`` passes;
+* a reply is read up to :func:`reply_cap` characters (from ``max_output_tokens``), then cut
+  (``kind="too_long"``, the text so far in ``partial``): a server that ignores the requested
+  budget cannot fill memory.
 
 Nothing is retried once text has reached the caller: a stream that breaks then ends as
 ``kind="stream_cut"`` with the text so far in ``partial``. Closing the generator returned by
 :meth:`OpenAIGenerator.stream` closes the HTTP response at once. Neither the API key (nor a
 part of it) nor the base URL's ``user:password@`` appears in a message, a log line, the repr
-or :attr:`~OpenAIGenerator.display_url`.
+or :attr:`~OpenAIGenerator.display_url`; the ``user:password@`` is not sent either (the key
+authenticates, as ``Authorization: Bearer``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,16 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CHECK_TIMEOUT_CAP_S = 10.0
+# max_output_tokens is only a request: a server that ignores it could stream without end (20 MB
+# took 78 s and ~2 GB). The client stops reading at this many characters per requested token, far
+# above what a token holds (about 4 characters of English, rarely 16), think blocks included.
+CHARS_PER_TOKEN_CAP = 16
+MIN_REPLY_CAP_CHARS = 4096
+
+
+def reply_cap(max_output_tokens: int) -> int:
+    """The most characters the client reads of one reply (see CHARS_PER_TOKEN_CAP)."""
+    return max(MIN_REPLY_CAP_CHARS, max_output_tokens * CHARS_PER_TOKEN_CAP)
 
 
 class OpenAIGenerator:
@@ -58,7 +72,8 @@ class OpenAIGenerator:
         self._shape = RequestShape()
         raw_url = (llm.base_url or DEFAULT_BASE_URL).rstrip("/")
         secrets = tuple(s for s in (llm.api_key, *url_secrets(raw_url)) if s)
-        self._basic_auth = _url_auth(raw_url)  # sent as a header: never part of a logged URL
+        # user:password@ in the URL is never sent: httpx would turn it into "Authorization: Basic …",
+        # replacing the Bearer key, and a server echoing that header would show the password
         self._request_url = redact_url(raw_url) or DEFAULT_BASE_URL
         #: what is shown: no user:password@, and no key (e.g. an Azure-style ?api-key=...)
         self.base_url: str = redact_text(self._request_url, secrets)
@@ -71,6 +86,7 @@ class OpenAIGenerator:
             deadline_s=llm.deadline_s,
             max_output_tokens=llm.max_output_tokens,
             secrets=secrets,
+            url_credentials=_url_auth(raw_url) is not None,
         )
 
     # -- identity
@@ -103,12 +119,11 @@ class OpenAIGenerator:
             return self._client
 
     def _own_http_client(self) -> Any:
-        """The SDK's default client, plus: URL credentials as basic auth (so the URL that
-        httpx logs has none), no retry of a quota 429, and the hooks of :mod:`.openai_budget`."""
+        """The SDK's default client, plus: no retry of a quota 429, and the hooks of :mod:`.openai_budget`."""
         import openai
 
         hooks = {"request": [refuse_abandoned], "response": [remember_response, _no_retry_on_quota]}
-        return openai.DefaultHttpxClient(auth=self._basic_auth, event_hooks=hooks)
+        return openai.DefaultHttpxClient(event_hooks=hooks)
 
     def close(self) -> None:
         """Release the connection pool (not a caller's own ``http_client``)."""
@@ -142,7 +157,9 @@ class OpenAIGenerator:
     def _failure(self, exc: BaseException, partial: str, budget: Budget) -> GenerationError:
         """The error to raise for ``exc``, given the text that already reached the caller."""
         reason = budget.reason()  # a stop the caller or the deadline asked for explains the rest
-        if reason == "cancelled":
+        if isinstance(exc, GenerationError):  # decided here already (the reply cap)
+            err = exc
+        elif reason == "cancelled":
             err = errors.cancelled(partial)
         elif reason == "deadline":
             err = errors.deadline(partial, self._ctx)
@@ -167,6 +184,7 @@ class OpenAIGenerator:
         budget = Budget(self.settings.deadline_s, cancel)
         sent: list[str] = []
         reader = StreamReader(self.settings.api)
+        cap = reply_cap(self.settings.max_output_tokens)
         try:
             sdk_stream = self._open(client, messages, budget, stream=True)
             with sdk_stream, Watchdog(sdk_stream.response, budget):
@@ -176,6 +194,8 @@ class OpenAIGenerator:
                         sent.append(text)
                         yield text
                     budget.check()
+                    if reader.received > cap:  # leaving the with-block closes the response
+                        raise errors.too_long("".join(sent), cap, self._ctx)
                 tail = reader.flush()
                 if tail:
                     sent.append(tail)
@@ -198,6 +218,10 @@ class OpenAIGenerator:
             text, finish = full_text(self._open(client, messages, budget, stream=False), self.settings.api)
         except Exception as exc:  # noqa: BLE001 - classified; a bug is re-raised by classify
             raise self._failure(exc, "", budget) from None
+        cap = reply_cap(self.settings.max_output_tokens)
+        if len(text) > cap:  # the SDK has read the body already: only what is kept can be bounded
+            log.warning("LLM reply cut at %d characters (max_output_tokens=%d)", cap, self.settings.max_output_tokens)
+            text = text[:cap]
         if not text.strip():
             raise errors.empty(finish, self._ctx)
         return text
@@ -261,7 +285,7 @@ class OpenAIGenerator:
 
 
 def _url_auth(url: str) -> tuple[str, str] | None:
-    """(user, password) from ``http://user:password@host/...``, or None."""
+    """(user, password) from ``http://user:password@host/...``, or None (only to say they were dropped)."""
     try:
         parts = urlsplit(url)
         user, password = parts.username, parts.password

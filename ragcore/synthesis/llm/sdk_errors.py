@@ -32,6 +32,7 @@ class ErrorContext:
     deadline_s: float
     max_output_tokens: int
     secrets: tuple[str, ...] = ()
+    url_credentials: bool = False  # the base URL had user:password@ (removed, never sent)
 
     def error(self, kind: ErrorKind, message: str, **kw: Any) -> GenerationError:
         """The one way errors are built here: the message is always redacted."""
@@ -127,6 +128,12 @@ def status_error(exc: Any, ctx: ErrorContext) -> GenerationError:
 
 
 def _auth_message(status: int, detail: str, ctx: ErrorContext) -> str:
+    dropped = (" The user name and password in OPENAI_BASE_URL were not sent: ragcore authenticates with "
+               "OPENAI_API_KEY only (as a Bearer token).") if ctx.url_credentials else ""
+    return _key_message(status, detail, ctx) + dropped
+
+
+def _key_message(status: int, detail: str, ctx: ErrorContext) -> str:
     if not ctx.has_key:
         return (
             f"The LLM endpoint at {ctx.url} requires an API key (HTTP {status}: {detail}) and none "
@@ -272,6 +279,17 @@ def deadline(partial: str, ctx: ErrorContext) -> GenerationError:
         f"The answer from the LLM endpoint at {ctx.url} did not finish within the {ctx.deadline_s:g} s "
         f"deadline and was stopped ({got}). Raise RAGCORE_LLM_DEADLINE_S for longer answers, or use a "
         "faster server or model.",
+        partial=partial,
+    )
+
+
+def too_long(partial: str, cap: int, ctx: ErrorContext) -> GenerationError:
+    return ctx.error(
+        "too_long",
+        f"The reply from the LLM endpoint at {ctx.url} passed {cap:,} characters, the client-side limit for "
+        f"max_output_tokens={ctx.max_output_tokens}, and was cut there (the server did not stop at the requested "
+        "output budget). The partial answer is kept; check the server's max-tokens handling.",
+        retryable=False,
         partial=partial,
     )
 

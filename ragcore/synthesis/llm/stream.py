@@ -1,5 +1,5 @@
 """What the SDK hands back, turned into answer text: stream events → text deltas, whole
-replies → text, with a leading ``<think>…</think>`` block removed.
+replies → text, with every ``<think>…</think>`` block removed.
 
 The SDK parses the wire format; this module only knows the two shapes of OpenAI's APIs
 (Chat Completions chunks and Responses events), records whether the stream said it was
@@ -31,48 +31,64 @@ class EndedEarly(Exception):
 
 
 class ThinkFilter:
-    """Drops a leading ``<think>…</think>`` block (reasoning models served by Ollama or
-    llama.cpp) from text that arrives in pieces; a tag may be split across pieces."""
+    """Drops every ``<think>…</think>`` block (reasoning models served by Ollama or llama.cpp
+    put one first; some put more mid-answer) from text that arrives in pieces; a tag may be
+    split across pieces. An unclosed block runs to the end and is dropped; whitespace at the
+    start of the answer and right after a removed block is dropped with it."""
 
     OPEN, CLOSE = "<think>", "</think>"
 
     def __init__(self) -> None:
         self._buf = ""
-        self._mode = "start"  # start → think → gap → text
+        self._inside = False
+        self._trim = True  # at the start, or right after a block: leading whitespace goes
+        self._last = ""  # the last character given out (after a block, whitespace is kept once)
 
     def feed(self, s: str) -> str:
-        if self._mode == "text":
-            return s
-        if self._mode == "gap":  # the blank lines after </think> may come in later pieces
-            s = s.lstrip()
-            self._mode = "text" if s else "gap"
-            return s
         self._buf += s
-        if self._mode == "start":
-            head = self._buf.lstrip()
-            if head.startswith(self.OPEN):
-                self._mode, self._buf = "think", head[len(self.OPEN) :]
-            elif self.OPEN.startswith(head):
-                return ""  # could still become "<think>": wait for more
-            else:
-                out, self._buf, self._mode = self._buf, "", "text"
-                return out
-        end = self._buf.find(self.CLOSE)
-        if end < 0:
-            self._buf = self._buf[-len(self.CLOSE) :]  # keep only what may hold a split tag
-            return ""
-        out, self._buf = self._buf[end + len(self.CLOSE) :].lstrip(), ""
-        self._mode = "text" if out else "gap"
-        return out
+        out: list[str] = []
+        while self._buf:
+            tag = self.CLOSE if self._inside else self.OPEN
+            at = self._buf.lower().find(tag)
+            if at < 0:
+                keep = _tag_prefix(self._buf, tag)  # a tag may be split across pieces
+                if not self._inside:
+                    out.append(self._text(self._buf[: len(self._buf) - keep]))
+                self._buf = self._buf[len(self._buf) - keep :] if keep else ""
+                break
+            if not self._inside:
+                out.append(self._text(self._buf[:at]))
+            self._buf, self._inside = self._buf[at + len(tag) :], not self._inside
+            self._trim = self._trim or not self._inside
+        return "".join(out)
+
+    def _text(self, s: str) -> str:
+        if self._trim and (not self._last or self._last.isspace()):
+            s = s.lstrip()
+            self._trim = not s
+        else:
+            self._trim = False  # "word<think>…</think>\n\nNext": the model's own spacing stays
+        if s:
+            self._last = s[-1]
+        return s
 
     def flush(self) -> str:
-        out = self._buf if self._mode == "start" else ""
+        out = "" if self._inside else self._text(self._buf)
         self._buf = ""
         return out
 
 
+def _tag_prefix(text: str, tag: str) -> int:
+    """Length of the longest end of ``text`` that is the start of ``tag`` (0: none)."""
+    low = text[-(len(tag) - 1) :].lower()
+    for n in range(min(len(low), len(tag) - 1), 0, -1):
+        if tag.startswith(low[-n:]):
+            return n
+    return 0
+
+
 def strip_think(text: str) -> str:
-    """``text`` without a leading think block (for whole, non-streamed replies)."""
+    """``text`` without its think blocks (for whole, non-streamed replies)."""
     f = ThinkFilter()
     return f.feed(text) + f.flush()
 
@@ -88,12 +104,14 @@ class StreamReader:
         self._think = ThinkFilter()
         self.finished = False
         self.finish_reason: str | None = None
+        self.received = 0  # characters of text the server sent, think blocks included (the cap counts these)
 
     def feed(self, event: Any) -> str:
         try:
             text, finish = self._parse(event)
         except _SHAPE_ERRORS as err:
             raise Malformed(f"unexpected chunk shape: {type(err).__name__}") from None
+        self.received += len(text)
         if finish:
             self.finished, self.finish_reason = True, finish
         return self._think.feed(text) if text else ""

@@ -7,9 +7,21 @@ import threading
 from typing import Any, Generator
 
 from ragcore.synthesis.base import Synthesis, SynthesisFailure, SynthesisJob
-from ragcore.synthesis.llm.errors import GenerationError
+from ragcore.synthesis.llm.errors import KEEPS_PARTIAL, GenerationError
 from ragcore.synthesis.llm.packing import evidence_budget, pack_evidence
 from ragcore.synthesis.llm.prompts import build_messages
+
+
+# the end of an answer the client cut (the reply cap): the text says it is not the whole reply
+TOO_LONG_NOTE = "\n\n*(The answer was cut here, after {chars:,} characters: the model kept writing past its output budget.)*"
+
+
+def _failure(exc: GenerationError, text: str) -> SynthesisFailure:
+    """The failure to report; a stop that kept no text (a stream of keep-alive comments until the
+    deadline, a reply all think block) is a failure to answer, so the extractive answer is shown."""
+    if exc.kind in KEEPS_PARTIAL and not text.strip():
+        return SynthesisFailure("timeout" if exc.kind == "deadline" else "empty", exc.message)
+    return SynthesisFailure(exc.kind, exc.message)
 
 
 class LlmSynthesizer:
@@ -35,8 +47,10 @@ class LlmSynthesizer:
         except GenerationError as exc:
             if exc.kind == "cancelled":
                 return Synthesis("".join(parts), self.name, cancelled=True, packing=packing)
-            failure = SynthesisFailure(exc.kind, exc.message)
             parts = [getattr(exc, "partial", "") or "".join(parts)]
+            failure = _failure(exc, "".join(parts))
+            if exc.kind == "too_long" and "".join(parts).strip():
+                parts.append(TOO_LONG_NOTE.format(chars=len(parts[0])))
         finally:
             stream.close()  # closes the HTTP response at once (also when our caller closes us)
         text = "".join(parts)

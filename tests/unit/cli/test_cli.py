@@ -21,7 +21,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = write_corpus(tmp_path / "c", {"05-scores.md": (DOCS / "05-scores-top-k-and-threshold.md").read_text(),
                                            "bad.md": b"\x00\x01binary\x00"})
-    assert main(["ingest", str(corpus), "--collection", "cli", "--no-calibrate"]) == 0
+    assert main(["ingest", str(corpus), "--collection", "cli", "--no-calibrate"]) == 1  # bad.md failed
     out = capsys.readouterr().out
     assert "1 added" in out and "1 failed" in out and "skipped bad.md: binary content" in out
     assert "abstain bar 0.50 — settings" in out
@@ -51,7 +51,7 @@ def test_ingest_ask_collections(tmp_path: Path, data_dir: Path, capsys: pytest.C
     out = capsys.readouterr().out
     assert "cli" in out and "abstain bar 0.50 — settings" in out
     # a re-ingest without --no-calibrate sets the bar from the corpus itself, and says so
-    assert main(["ingest", str(corpus), "--collection", "cli"]) == 0
+    assert main(["ingest", str(corpus), "--collection", "cli"]) == 1  # bad.md still fails
     assert "calibrated without labels on this corpus" in capsys.readouterr().out
     assert main(["collections", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)

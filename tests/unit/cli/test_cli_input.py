@@ -108,7 +108,7 @@ def test_corpus_derived_text_is_escaped(tmp_path: Path, data_dir: Path, capsys: 
     doc = doc.replace("## What the threshold applies to", "## What the \x1b[31mthreshold applies to")
     doc = doc.replace("The threshold applies to the cosine", "The threshold applies to the \x1b]0;pwned\x07cosine")
     corpus = write_corpus(tmp_path / "c", {"05-scores.md": doc, "bad\x1b]0;pwned\x07.md": b"\x00\x01binary\x00"})
-    assert main(["ingest", str(corpus), "--collection", "esc"]) == 0
+    assert main(["ingest", str(corpus), "--collection", "esc"]) == 1  # the binary file failed
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "skipped bad\\x1b]0;pwned\\x07.md: " in out
@@ -125,6 +125,6 @@ def test_corpus_derived_text_is_escaped(tmp_path: Path, data_dir: Path, capsys: 
     answer = json.loads(raw, parse_constant=lambda c: pytest.fail(f"{c} in --json output"))
     assert any("\x1b[31m" in " ".join(c["section"]) for c in answer["citations"])
 
-    assert main(["ingest", str(corpus), "--collection", "esc", "--json"]) == 0
+    assert main(["ingest", str(corpus), "--collection", "esc", "--json"]) == 1  # the binary file failed
     raw = capsys.readouterr().out
     assert "\x1b" not in raw and "\x07" not in raw and json.loads(raw)["collection"] == "esc"

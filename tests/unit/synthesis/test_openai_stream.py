@@ -48,7 +48,7 @@ def test_think_filter_drops_a_leading_block_split_anywhere() -> None:
 def test_think_filter_leaves_other_text_alone() -> None:
     assert strip_think("<b>bold</b> answer") == "<b>bold</b> answer"
     assert strip_think("<thi") == "<thi"  # a prefix that never became a tag is kept
-    assert strip_think("Answer <think>not leading</think>") == "Answer <think>not leading</think>"
+    assert strip_think("Answer <think>not leading</think> end.") == "Answer end."  # blocks anywhere go (issue 26)
     assert strip_think("<think>only thoughts, never closed") == ""
 
 

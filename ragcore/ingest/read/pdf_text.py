@@ -1,0 +1,125 @@
+"""One PDF page's text layer as lines with their height on the page, read with PDFium.
+
+PDFium was chosen by measurement (``ragcore bench pdf``, bench/results/pdf-extraction.md): on
+TeX-produced PDFs it maps the standard TeX fonts' glyphs to Unicode where pypdf drops "fi",
+turns "×"/"−"/"≤" into control characters and loses underscores, it keeps margin notes on
+their own line, and it is several times faster. What is left to clean is done here:
+ligature characters become letters (NFKC of the Alphabetic Presentation Forms only: NFKC of
+the whole text would also rewrite "²" or "…"), PDFium's line-end hyphen mark (U+FFFE) is kept
+as :data:`HYPHEN_MARK` for :mod:`.pdf_layout` to rejoin, and control characters go.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HYPHEN_MARK", "PageLine", "clean_line", "page_lines"]
+
+# a hyphen PDFium saw at a line end (it reports U+FFFE there); a soft hyphen means the same
+HYPHEN_MARK = "\u00ad"
+_LIGATURES = re.compile("[\ufb00-\ufb06]")
+# C0/C1 controls and other non-characters a text layer can carry; a tab is a space
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd\ufeff]")
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+# dot leaders of a contents or index page ("debugger . . . . . . 178"): each dot would count as a
+# word, so an index page would make dozens of chunks that say nothing and outweigh real pages
+_LEADER = re.compile(r"(?:\s*\. ?){4,}\s*")
+
+
+@dataclass(frozen=True)
+class PageLine:
+    """A line of a page: its cleaned text and where its top stands, in points from the page's
+    top (None when PDFium could not place it). ``gap_before`` is the blank space between it and
+    the line above, in points (None for a page's first line)."""
+
+    text: str
+    top: float | None
+    gap_before: float | None = None
+    size: float | None = None  # the line's height in points (its first character's box)
+
+
+def clean_line(text: str) -> str:
+    """Ligatures to letters, the line-end hyphen mark kept, control characters out."""
+    text = _LIGATURES.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    text = text.replace("\ufffe", HYPHEN_MARK).replace("\t", " ")
+    text = _CONTROL.sub("", text)
+    text = _LEADER.sub(" … ", text)
+    # a hyphen mark inside a line (not at its end) is only a soft hyphen: invisible
+    body, end = text.rstrip(), ""
+    if body.endswith(HYPHEN_MARK):
+        body, end = body[:-1], HYPHEN_MARK
+    return body.replace(HYPHEN_MARK, "") + end
+
+
+def page_lines(page: Any) -> list[PageLine]:
+    """The text lines of a pypdfium2 page, top to bottom as PDFium orders them (column by column
+    for the usual two-column layouts, whose content streams run that way)."""
+    textpage = page.get_textpage()
+    try:
+        n = textpage.count_chars()
+        raw = textpage.get_text_range(0, n) if n > 0 else ""
+        height = float(page.get_height())
+        # char indices match string offsets when every char is one UTF-16 unit (nearly always)
+        placeable = len(raw) == n
+        out: list[PageLine] = []
+        prev_bottom = None
+        runs = list(_iter_lines(raw))
+        # a run-on line is about twice as long as the page's usual line: only those are examined
+        # char by char (a character's box costs a call into PDFium)
+        long = 1.5 * statistics.median([len(t) for _, t in runs if len(t) > 20] or [1_000_000])
+        for start, text in runs:
+            cut = placeable and (len(text) > long or "\ufffe" in text[:-1])
+            for a, b in _visual_lines(textpage, start, text) if cut else [(0, len(text))]:
+                part = text[a:b]
+                top = size = gap = None
+                first = _first_visible(part)
+                if placeable and first is not None:
+                    _, bottom, _, top_pt = textpage.get_charbox(start + a + first)
+                    top, size = height - top_pt, max(0.0, top_pt - bottom)
+                    gap = None if prev_bottom is None else top - prev_bottom
+                    prev_bottom = height - bottom
+                out.append(PageLine(clean_line(part), top, gap, size))
+        return out
+    finally:
+        textpage.close()
+
+
+def _visual_lines(textpage: Any, start: int, text: str) -> list[tuple[int, int]]:
+    """PDFium sometimes runs two printed lines into one: after a line-end hyphen (its U+FFFE),
+    and with a space where the characters either side of it do not overlap in height (a wrap or
+    a column jump). Split there."""
+    cuts, lo = [], 0
+    for j, ch in enumerate(text):
+        if ch == "\ufffe" and j + 1 < len(text):  # PDFium's line-end hyphen, the next line run on
+            cuts.append((lo, j + 1))
+            lo = j + 1
+            continue
+        if ch != " " or j == 0 or j + 1 >= len(text) or text[j - 1] == " " or text[j + 1] == " ":
+            continue
+        _, b1, _, t1 = textpage.get_charbox(start + j - 1)
+        _, b2, _, t2 = textpage.get_charbox(start + j + 1)
+        if t2 < b1 or b2 > t1:
+            cuts.append((lo, j))
+            lo = j + 1
+    cuts.append((lo, len(text)))
+    return cuts
+
+
+def _iter_lines(raw: str):
+    pos = 0
+    for m in _LINE_BREAK.finditer(raw):
+        yield pos, raw[pos : m.start()]
+        pos = m.end()
+    if pos < len(raw):
+        yield pos, raw[pos:]
+
+
+def _first_visible(text: str) -> int | None:
+    for i, ch in enumerate(text):
+        if not ch.isspace():
+            return i
+    return None
