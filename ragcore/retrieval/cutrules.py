@@ -9,9 +9,9 @@ The threshold always applies to the cosine similarity between question and chunk
 the retrieval mode: it is the one score on a fixed, readable scale (fused RRF scores such as
 0.016 are not).
 
-The per-document cap (``per_doc``) keeps the evidence spanning the corpus: documents are ranked
-first (documents.py), so without it the top-K can be six chunks of one long page while the page
-that answers ranks second. At most ``per_doc`` chunks of one document are kept, unless that
+The per-document cap (``per_doc``; settings.evidence_per_doc, off by default) keeps the evidence
+spanning the corpus: documents are ranked first (documents.py), so without it the top-K can be six
+chunks of one long page while the page that answers ranks second. At most ``per_doc`` chunks of one document are kept, unless that
 document clearly holds the answer: it holds the passage ranking's best ``DOMINANT_TOP`` chunks
 (ranked as passages, before documents were ranked). A chunk over the cap is cut with the reason
 ``per_doc`` and the next document's chunks take its place, so the lab shows why it left.
@@ -39,7 +39,7 @@ class CutItem:
 # a document whose chunks hold the passage ranking's first DOMINANT_TOP places clearly holds the
 # answer: its chunks are not capped (one page that says it all should not give way to weaker pages)
 DOMINANT_TOP = 3
-EVIDENCE_PER_DOC = 2  # settings.evidence_per_doc's default (a test keeps them equal): Engine.recut's default cap
+EVIDENCE_PER_DOC = 0  # settings.evidence_per_doc's default (a test keeps them equal): Engine.recut's default cap
 
 
 def item_of_candidate(c: Candidate) -> CutItem:
