@@ -157,7 +157,7 @@ def judge_coverage(support: Support, bar: float, margin: float = 0.0) -> Support
     (they move to ``unseen``); above it the rest of the question may well be answered, so it is,
     with a hedge naming them (they stay in ``uncovered``; answerability.hedge_note).
 
-    ``margin`` (settings.uncovered_margin) is 0 by default: on the Scrapy and Git sets a margin of
+    ``margin`` (settings.uncovered_margin) is 0 by default: on the Scrapy, Git and Django sets a margin of
     0.05 changed no decision, so by the keep rule of bench/results/issue28-trust.md it is not on;
     the subjects are then named when the score abstains and hedged when it answers."""
     if not support.uncovered or support.score >= bar + margin:
