@@ -153,6 +153,17 @@ def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
     return start, end
 
 
+def _snapshot_note(engine, collection: str) -> None:
+    """Say on stderr when the collection's query snapshot is out of date (a question never rewrites it)."""
+    try:
+        current = engine.store.snapshot_current(collection)
+    except Exception:  # noqa: BLE001 - only a note: the question meets the same problem and reports it
+        return
+    if not current:
+        print("note: this collection's query snapshot is missing, out of date or damaged, so questions read the "
+              "store itself (slower); `ragcore collections --repair` rewrites it", file=sys.stderr)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     passage = _read_selection(args)  # a bad file or range fails before any model loads
@@ -170,6 +181,7 @@ def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: tuple[st
     context = args.context or ("both" if selection is not None else "corpus")
     if context != "selection":
         engine.warm(s.collection)  # open the collection's indexes while the model loads
+        _snapshot_note(engine, s.collection)
     stream = engine.stream(args.question, context=context, selection=selection)
     answer = None
     streamed = False
