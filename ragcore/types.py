@@ -19,7 +19,7 @@ DocKind = Literal["markdown", "rst", "text", "html", "pdf", "code"]
 Origin = Literal["corpus", "selection"]
 ScoreKind = Literal["cosine", "bm25", "rrf", "weighted"]
 Status = Literal["ok", "partial", "abstained", "error"]
-DropReason = Literal["threshold", "dedupe", "top_k", "filter"]
+DropReason = Literal["threshold", "dedupe", "per_doc", "top_k", "filter"]
 
 
 # --------------------------------------------------------------------------- ingestion

@@ -67,6 +67,7 @@ class Support:
     lexical: float | None = None  # share of the question's content words in the top chunk
     best_sentence: float | None = None  # the composer's best score among the selection's sentences
     unseen: tuple[str, ...] = ()  # rare question words no chunk of the corpus contains (abstains)
+    uncovered: tuple[str, ...] = ()  # subjects the corpus never mentions, answered with a hedge (coverage.py)
     selection_fit: Mapping[str, Any] | None = None  # SelectionFit.as_dict() with its "reason" (decides)
 
     def as_dict(self) -> dict[str, Any]:
@@ -96,7 +97,17 @@ def describe(support: Mapping[str, Any], bar: float) -> str:
         line += "; " + support["selection_fit"]["reason"]
     if support.get("unseen"):
         line += "; the corpus never mentions " + ", ".join(f"“{w}”" for w in support["unseen"])
+    if support.get("uncovered"):  # answered all the same (coverage.judge_coverage): the caveat stays visible
+        line += "; answered with a hedge: the corpus never mentions " + ", ".join(f"“{w}”" for w in support["uncovered"])
     return line
+
+
+def hedge_note(support: Mapping[str, Any]) -> str | None:
+    """The caveat an answer carries when the question names what the corpus never mentions."""
+    if not support.get("uncovered"):
+        return None
+    names = ", ".join(f"“{w}”" for w in support["uncovered"])
+    return f"hedged: the corpus never mentions {names}; the answer is about the rest of the question"
 
 
 def unseen_words(question: str, *, has_term: Callable[[tuple[str, ...]], bool],
@@ -191,10 +202,12 @@ class CorpusSignals(Protocol):
 
     def unseen_words(self, question: str) -> tuple[str, ...]: ...
 
+    def uncovered_subjects(self, question: str, skip: Sequence[str]) -> tuple[str, ...]: ...
+
 
 def question_support(
     mode: str, question: str, retrieval: RetrievalResult | None, corpus: CorpusSignals | None, *,
-    path_filter: str | None, check_unseen: bool, best_selection: float | None = None,
+    path_filter: str | None, check_unseen: bool, best_selection: float | None = None, check_uncovered: bool = False,
     selection_fit: SelectionFit | None = None,
 ) -> Support:
     """The support score of a question, the one function both answers (``engine/answerer.py``) and
@@ -203,7 +216,9 @@ def question_support(
 
     ``retrieval``: the question's retrieval (its candidates, and its query vector for the topic
     match); ``corpus``: the collection's headings and terms (None in selection mode);
-    ``check_unseen``: settings.abstain_unseen_words (the rare-word rule, corpus basis only)."""
+    ``check_unseen``: settings.abstain_unseen_words (the rare-word rule, corpus basis only);
+    ``check_uncovered``: settings.abstain_uncovered (named subjects no chunk mentions, recorded in
+    ``uncovered``; coverage.judge_coverage weighs them once the bar is known)."""
     candidates = retrieval.candidates if retrieval is not None else ()
     topic = None
     if mode != "selection" and corpus is not None:
@@ -212,4 +227,6 @@ def question_support(
     support = assess(mode, question, candidates, topic, best_selection, selection_fit)
     if support.basis == "corpus" and check_unseen and corpus is not None:
         support = replace(support, unseen=corpus.unseen_words(question))
+    if support.basis == "corpus" and check_uncovered and corpus is not None:
+        support = replace(support, uncovered=corpus.uncovered_subjects(question, support.unseen))
     return support

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Generator, Iterator
 
 from ragcore.abstain.answer_fit import quoted_answers_reason, with_answers
-from ragcore.abstain.answerability import Support, question_support
+from ragcore.abstain.answerability import Support, question_support, hedge_note
+from ragcore.abstain.coverage import judge_coverage
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
@@ -116,13 +117,14 @@ class Answerer:
         composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
         corpus = self.r.view if req.context != "selection" else None
         support: Support = question_support(req.context, q, retrieved.retrieval, corpus, path_filter=s.path_filter,
-                                            check_unseen=s.abstain_unseen_words,
+                                            check_unseen=s.abstain_unseen_words, check_uncovered=s.abstain_uncovered,
                                             best_selection=composed.best_selection if composed else None,
                                             selection_fit=composed.selection_fit if composed else None)
         bar, source = (s.abstain_bar, "settings")
         if corpus is not None:
             info = corpus.abstain_bar(s)
             bar, source = info.value, info.description
+        support = judge_coverage(support, bar, s.uncovered_margin)  # named subjects the corpus never mentions
         reason = abstain_reason(retrieved.evidence, support, bar)
         if reason is None and not s.llm.configured:
             composed = composed or composer.compose(q, retrieved.evidence)
@@ -166,6 +168,8 @@ class Answerer:
         text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
         checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
+        caveat = hedge_note(assessment.support.as_dict()) if not assessment.abstain_reason else None
+        actions += [caveat] if caveat else []
         notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []
         v = checked.validation
         if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):

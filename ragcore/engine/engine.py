@@ -29,6 +29,7 @@ from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selec
 from ragcore.engine.view import CollectionView
 from ragcore.ingest.writer import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
+from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
@@ -198,9 +199,11 @@ class Engine:
         return self.view(collection or s.collection).closest_topic(question, None, s.path_filter)
 
     @staticmethod
-    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool) -> RetrievalResult:
-        """Move top-K / threshold / dedupe over an existing pool without querying again."""
-        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe))
+    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
+              per_doc: int = EVIDENCE_PER_DOC) -> RetrievalResult:
+        """Move top-K / threshold / dedupe / the per-document cap over an existing pool without querying again."""
+        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
+                                                     per_doc=per_doc))
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;

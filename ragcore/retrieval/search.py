@@ -122,7 +122,8 @@ class HybridSearch:
         """The ranked pool for ``query``, cut per ``settings`` (threshold, dedupe, top-K)."""
         result = self.pool(collection, query, settings)
         t = time.perf_counter()
-        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe)
+        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
+                         per_doc=settings.evidence_per_doc)
         latency = dict(result.latency_ms)
         latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
         return replace(result, candidates=cut, latency_ms=latency)
