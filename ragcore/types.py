@@ -19,7 +19,7 @@ DocKind = Literal["markdown", "rst", "text", "html", "pdf", "code"]
 Origin = Literal["corpus", "selection"]
 ScoreKind = Literal["cosine", "bm25", "rrf", "weighted"]
 Status = Literal["ok", "partial", "abstained", "error"]
-DropReason = Literal["threshold", "dedupe", "top_k", "filter"]
+DropReason = Literal["threshold", "dedupe", "per_doc", "top_k", "filter"]
 
 
 # --------------------------------------------------------------------------- ingestion
@@ -272,6 +272,7 @@ class Citation:
     support: float  # 0..1, how well the citing sentences are supported by this evidence
     origin: Origin = "corpus"
     page_label: str | None = None  # PDF: the printed page label beside the physical ``page``
+    answers: float | None = None  # 0..1, how well the citing sentences answer the question (abstain/answer_fit.py)
 
 
 @dataclass(frozen=True)

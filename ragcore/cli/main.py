@@ -156,6 +156,17 @@ def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
     return start, end
 
 
+def _snapshot_note(engine, collection: str) -> None:
+    """Say on stderr when the collection's query snapshot is out of date (a question never rewrites it)."""
+    try:
+        current = engine.store.snapshot_current(collection)
+    except Exception:  # noqa: BLE001 - only a note: the question meets the same problem and reports it
+        return
+    if not current:
+        print("note: this collection's query snapshot is missing, out of date or damaged, so questions read the "
+              "store itself (slower); `ragcore collections --repair` rewrites it", file=sys.stderr)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     passage = _read_selection(args)  # a bad file or range fails before any model loads
@@ -173,6 +184,7 @@ def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: tuple[st
     context = args.context or ("both" if selection is not None else "corpus")
     if context != "selection":
         engine.warm(s.collection)  # open the collection's indexes while the model loads
+        _snapshot_note(engine, s.collection)
     stream = engine.stream(args.question, context=context, selection=selection)
     answer = None
     streamed = False
@@ -296,6 +308,24 @@ def collection_state(info) -> str:
     return "empty" if info.chunks == 0 else "ready"
 
 
+# ------------------------------------------------------------------ serve
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ragcore.service.server import serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+
+    return serve(args)
+
+
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    srv = sub.add_parser("serve", help="serve the engine over HTTP: REST, SSE, WebSocket, OpenAI-compatible chat (docs/18)")
+    srv.add_argument("--host", help="address to listen on (default 127.0.0.1; any other needs RAGCORE_API_KEYS)")
+    srv.add_argument("--port", help="port (default 8000)")
+    srv.add_argument("--workers", help="uvicorn worker processes, each with its own engine (default 1)")
+    srv.add_argument("--collection", "-c", help="the collection a request names none of (default RAGCORE_COLLECTION)")
+    srv.set_defaults(func=cmd_serve)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -351,6 +381,8 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.add_argument("--repair", action="store_true", help="first rewrite any query snapshot that is missing, stale "
                      "(a writer died) or damaged, from the embedded store (a write: waits for another writer)")
     col.set_defaults(func=cmd_collections)
+
+    add_serve_parser(sub)
 
     from ragcore.eval.bars_cli import add_bars_parser
 

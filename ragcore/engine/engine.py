@@ -32,6 +32,7 @@ from ragcore.engine.view import CollectionView
 from ragcore.ingest.writer import UPLOAD_ROOT, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.rerank import Rerankers
+from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
@@ -222,10 +223,10 @@ class Engine:
 
     @staticmethod
     def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
-              rerank_threshold: float = 0.0) -> RetrievalResult:
-        """Move top-K / threshold / dedupe over an existing pool without querying again."""
+              per_doc: int = EVIDENCE_PER_DOC, rerank_threshold: float = 0.0) -> RetrievalResult:
+        """Move top-K / threshold / dedupe / the per-document cap over an existing pool without querying again."""
         return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
-                                                     rerank_threshold=rerank_threshold))
+                                                     per_doc=per_doc, rerank_threshold=rerank_threshold))
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from ragcore.abstain.answerability import Support, question_support, unseen_words
 from ragcore.abstain.autocalibrate import AbstainBarInfo, bar_info
+from ragcore.abstain.coverage import uncovered_subjects
 from ragcore.abstain.topics import TopicIndex, TopicIndexes, TopicMatch
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.retrieval import HybridSearch
@@ -61,6 +62,11 @@ class CollectionView:
         has_term = self.search.index(self.name).has_any_term if self.store.is_embedded else self.has_any_term
         return unseen_words(question, has_term=has_term, is_common=self.encoder.in_vocabulary)
 
+    def uncovered_subjects(self, question: str, skip: Sequence[str] = ()) -> tuple[str, ...]:
+        """The question's named subjects that no chunk of the collection mentions (coverage.py)."""
+        has_term = self.search.index(self.name).has_any_term if self.store.is_embedded else self.has_any_term
+        return uncovered_subjects(question, has_term=has_term, is_common=self.encoder.in_vocabulary, skip=skip)
+
     def abstain_bar(self, settings: RagcoreSettings) -> AbstainBarInfo:
         """The bar in force with its source (labelled, label-free, settings) and expected rates."""
         return bar_info(self.store.read_meta(self.name), settings)
@@ -69,4 +75,4 @@ class CollectionView:
         """The corpus-mode support score of a question, as an answer would be judged."""
         result = retrieval if retrieval is not None else self.retrieve(question, settings)
         return question_support("corpus", question, result, self, path_filter=settings.path_filter,
-                                check_unseen=settings.abstain_unseen_words)
+                                check_unseen=settings.abstain_unseen_words, check_uncovered=settings.abstain_uncovered)

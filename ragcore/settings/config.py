@@ -34,6 +34,15 @@ from ragcore.settings.rules import (  # noqa: F401  (re-exported: the settings' 
     _check_fields, _choice, _rules, _setting, check_value, default_data_dir,
 )
 
+# `ragcore serve`'s variables, read by ragcore/settings/service.py (ServiceSettings; a test keeps
+# this list equal to its fields): named here so that the unknown-variable check lets them through
+SERVICE_VARIABLES = frozenset({
+    "RAGCORE_API_KEYS", "RAGCORE_SERVE_HOST", "RAGCORE_SERVE_PORT", "RAGCORE_SERVE_WORKERS",
+    "RAGCORE_SERVE_MAX_BODY_BYTES", "RAGCORE_SERVE_MAX_UPLOAD_BYTES", "RAGCORE_SERVE_DEADLINE_S",
+    "RAGCORE_SERVE_MAX_CONCURRENT", "RAGCORE_SERVE_MAX_QUEUED", "RAGCORE_SERVE_RETRY_AFTER_S",
+    "RAGCORE_SERVE_CORS_ORIGINS", "RAGCORE_SERVE_MAX_JOBS",
+})
+
 
 @dataclass(frozen=True, repr=False)
 class LlmSettings:
@@ -136,6 +145,10 @@ class RagcoreSettings:
     doc_decay: float = _setting(1.0, "float", ge=0.0, le=1.0)
     # at most this many chunks of one document before every other document's best chunks (0: off)
     per_doc: int = _setting(0, "int", ge=0)
+    # the evidence keeps at most this many chunks of one document unless it clearly holds the answer
+    # (retrieval/cutrules.py; cut reason "per_doc"; 0: off; off by default: 2 raised the evidence's
+    # document recall on three sets but lowered citation precision on git-docs-qa, issue28-trust.md)
+    evidence_per_doc: int = _setting(0, "int", ge=0)
     # Pseudo-relevance feedback (retrieval/expansion.py): terms taken from the best prf_docs chunks of
     # a first pass and added to the BM25 query with weight prf_weight (prf_terms 0: off; off by
     # default: it helped on git-docs-qa, not on django-docs-qa)
@@ -166,6 +179,10 @@ class RagcoreSettings:
     answer_docs: int = _setting(1, "int", ge=0)
     # abstain in corpus mode when the question names a rare word no chunk contains (answerability.py)
     abstain_unseen_words: bool = _setting(True, "bool")
+    # a named subject (name, quoted term, identifier, version) no chunk mentions: abstain near the bar,
+    # answer with a hedge naming it above (abstain/coverage.py)
+    abstain_uncovered: bool = _setting(True, "bool")
+    uncovered_margin: float = _setting(0.0, "float", ge=0.0, le=1.0)  # abstain on one within bar + this
     conversation_turns: int = _setting(0, "int", ge=0)
     boundary_rules: tuple[str, ...] = _setting((), "strs")
 
@@ -320,7 +337,7 @@ def known_variables() -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads."""
     names = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)}
     names |= {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    return frozenset(names | OTHER_VARIABLES)
+    return frozenset(names | OTHER_VARIABLES | SERVICE_VARIABLES)
 
 
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:

@@ -49,6 +49,7 @@ from ragcore.types import Chunk, CollectionInfo
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
+
 class Store:
     """The Qdrant collections of one data folder, and their query snapshots (snapshot.py).
 
