@@ -337,12 +337,7 @@ LAZY_COMMANDS = {
 }
 
 
-def build_parser(full: bool = True) -> argparse.ArgumentParser:
-    """The CLI's parser; ``full=False`` leaves `eval` and `bench` as stubs (listed in --help only)."""
-    p = argparse.ArgumentParser(prog="ragcore", description="Grounded question answering over a document corpus.")
-    p.add_argument("--data-dir", dest="data_dir", help="where embedded Qdrant lives (default: RAGCORE_DATA_DIR or ~/.local/share/ragcore)")
-    sub = p.add_subparsers(dest="command", required=True)
-
+def _add_ingest_parser(sub: argparse._SubParsersAction) -> None:
     ing = sub.add_parser("ingest", help="ingest files or folders into a collection (incremental)")
     ing.add_argument("paths", nargs="+")
     ing.add_argument("--collection", "-c")
@@ -359,6 +354,15 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     ing.add_argument("--quiet", "-q", action="store_true")
     ing.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
     ing.set_defaults(func=cmd_ingest)
+
+
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The CLI's parser; ``full=False`` leaves `eval` and `bench` as stubs (listed in --help only)."""
+    p = argparse.ArgumentParser(prog="ragcore", description="Grounded question answering over a document corpus.")
+    p.add_argument("--data-dir", dest="data_dir", help="where embedded Qdrant lives (default: RAGCORE_DATA_DIR or ~/.local/share/ragcore)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    _add_ingest_parser(sub)
 
     ask = sub.add_parser("ask", help="ask a question")
     ask.add_argument("question")

@@ -27,6 +27,7 @@ from typing import Any, Callable, Literal, Sequence, get_args, get_origin
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.eval.dataset import EvalDataset
+from ragcore.eval.checks import missing_relevant, stale_chunks
 from ragcore.eval.runner import CONFIG_KEYS, DocPathMapper, EvalRun, Progress, mapper_for, run_config, settings_config
 
 __all__ = [
@@ -475,32 +476,3 @@ def _run_llamaindex(
     run = run_llamaindex_baseline(bl, ds, k=base.candidates, collection=collection, mapper=mapper, progress=counter)
     counter.run_done()
     return run
-
-
-def missing_relevant(engine: Any, collection: str, dataset: EvalDataset) -> tuple[set[str], int] | None:
-    """(relevant documents of the data set that the collection does not hold, number of
-    distinct relevant documents), or ``None`` when all are there."""
-    relevant = {d for q in dataset.questions for d in q.relevant_docs}
-    if not relevant:
-        return None
-    mapper = mapper_for(engine, collection, dataset)
-    held = {mapper(p) for p, _ in engine.documents(collection)}
-    gone = relevant - held
-    return (gone, len(relevant)) if gone else None
-
-
-def stale_chunks(engine: Any, collection: str, settings: RagcoreSettings) -> tuple[int, int] | None:
-    """(chunks written under another index fingerprint, all chunks) when the collection's
-    points carry fingerprints that differ from what this code would write; ``None`` when they
-    all match (or the store keeps no fingerprints)."""
-    try:
-        from ragcore.ingest.writer import index_fingerprint
-
-        want = index_fingerprint(settings)
-        fps = [getattr(r, "fp", "") for r in engine.store.point_refs(collection)]
-    except Exception:  # noqa: BLE001 - a check, never a failure
-        return None
-    if not fps or not any(fps):
-        return None
-    n = sum(1 for f in fps if f != want)
-    return (n, len(fps)) if n else None
