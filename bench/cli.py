@@ -511,6 +511,11 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bi.add_argument("--limit", type=int, default=80, help="files to sample (0 = all)")
     bi.add_argument("--runs", type=int, default=2, help="alternating pairs of runs (ragcore, quick-start)")
     bi.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bi.add_argument("--endpoint", help="an OpenAI-compatible embeddings endpoint (up to /v1): ragcore ingest through it "
+                    "against the endpoint alone on the same texts (bench/endpoint.py); scripted:MS: the scripted "
+                    "protocol server taking MS ms per text")
+    bi.add_argument("--model", default="embed", help="with --endpoint: the model name sent")
+    bi.add_argument("--server", default="", help="with --endpoint: what serves it, for the results")
     bi.set_defaults(func=_cmd_ingest)
     bq = bsub.add_parser("query", help="query latency per mode at a corpus size")
     bq.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
@@ -541,9 +546,21 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bw.add_argument("--runs", type=int, default=3)
     bw.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     bw.set_defaults(func=_cmd_writes)
+    bd = bsub.add_parser("dims", help="recall of the approximate dense search (64-d projection) at embedding widths 384-3,072")
+    bd.add_argument("--dims", default="384,768,1024,1536,3072")
+    bd.add_argument("--size", type=int, default=200_000, help="synthetic vectors per width")
+    bd.add_argument("--questions", type=int, default=200)
+    bd.add_argument("--components", default="64,128", help="projection widths measured (64 is shipped)")
+    bd.add_argument("--real", type=Path, help="a real MiniLM dense.npy to fit the spectrum on")
+    bd.add_argument("--oversample", default="1000,2000,4000,8000", help="rows rescored exactly (M), measured")
+    bd.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bd.set_defaults(func=_cmd_dims)
     from bench.scale import add_scale_parser  # here: its engines are imported only when it runs
 
     add_scale_parser(bsub)  # `bench scale` (engines at 10k-1M chunks)
+    from bench.serve import add_serve_parser
+
+    add_serve_parser(bsub)  # `bench serve` (the HTTP service against the same calls in process)
     from bench.pdf import add_pdf_parser
 
     add_pdf_parser(bsub)  # `bench pdf` (PDF text extractors compared)
@@ -552,7 +569,27 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     add_browser_parser(bsub)  # `bench browser` (Enter → answer in headless chromium)
 
 
+def _cmd_dims(args: argparse.Namespace) -> int:
+    from bench.dims import bench_dims, summary
+
+    out = bench_dims([int(d) for d in args.dims.split(",")], args.size, args.questions,
+                     tuple(int(m) for m in args.oversample.split(",")),
+                     [int(c) for c in args.components.split(",")], args.results, args.real)
+    print(summary(out))
+    return 0
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    if args.endpoint:
+        from bench.endpoint import bench_endpoint, summary
+        from ragcore.cli.common import settings_from_args
+
+        s = settings_from_args(args)
+        scripted = float(args.endpoint.split(":", 1)[1]) if args.endpoint.startswith("scripted:") else None
+        s = s.with_(embed_base_url=args.endpoint) if scripted is None else s
+        print(summary(bench_endpoint(args.corpus, args.limit or None, args.results, s, args.model,
+                                     runs=max(1, args.runs), server=args.server, scripted_ms=scripted)))
+        return 0
     out = bench_ingest(args.corpus, args.limit or None, args.results, runs=max(1, args.runs))
     print((args.results / "ingest.md").read_text())
     return 0 if out else 1

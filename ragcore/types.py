@@ -19,7 +19,7 @@ DocKind = Literal["markdown", "rst", "text", "html", "pdf", "code"]
 Origin = Literal["corpus", "selection"]
 ScoreKind = Literal["cosine", "bm25", "rrf", "weighted"]
 Status = Literal["ok", "partial", "abstained", "error"]
-DropReason = Literal["threshold", "dedupe", "top_k", "filter"]
+DropReason = Literal["threshold", "dedupe", "per_doc", "top_k", "filter"]
 
 
 # --------------------------------------------------------------------------- ingestion
@@ -195,6 +195,7 @@ class Candidate:
     doc_title_cosine: float | None = None  # cosine(question, its document's title)
     doc_centroid_cosine: float | None = None  # cosine(question, its document's mean chunk vector)
     named_by: tuple[str, ...] = ()  # what names its document: "question:DJANGO_SETTINGS_MODULE", "evidence:git-clone"
+    rerank_score: float | None = None  # the reranker's relevance score (retrieval/rerank.py); None: not reranked
 
     def score_for(self, kind: ScoreKind) -> float | None:
         return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)
@@ -228,6 +229,7 @@ class RetrievalResult:
     latency_ms: Mapping[str, float] = field(default_factory=dict)
     # pseudo-relevance feedback: (term, query weight) added to the BM25 query (retrieval/expansion.py)
     expansion_terms: tuple[tuple[str, float], ...] = ()
+    notes: tuple[str, ...] = ()  # what went differently, e.g. a reranker that failed (the fused order was kept)
     # the query's dense vector (a numpy array), so later stages (the topic match) need not embed the
     # question again; not part of the JSON form
     query_vector: Any = field(default=None, repr=False, compare=False, metadata={"json": False})
@@ -270,6 +272,7 @@ class Citation:
     support: float  # 0..1, how well the citing sentences are supported by this evidence
     origin: Origin = "corpus"
     page_label: str | None = None  # PDF: the printed page label beside the physical ``page``
+    answers: float | None = None  # 0..1, how well the citing sentences answer the question (abstain/answer_fit.py)
 
 
 @dataclass(frozen=True)

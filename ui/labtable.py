@@ -15,7 +15,7 @@ from ragcore.types import Candidate, RetrievalResult
 from .htmltable import CUT_LABELS, Column, cut_reason, table_html
 
 TABLE_HEIGHT_PX = 460  # about 17 rows; the rest scroll under a header that stays in view
-ORDERS = {"rank": "rank", "cosine": "cosine", "BM25": "BM25", "fused": "fused"}  # what the rows can be sorted by
+ORDERS = {"rank": "rank", "cosine": "cosine", "BM25": "BM25", "fused": "fused", "rerank": "rerank"}  # what the rows can be sorted by
 
 
 def lab_columns(res: RetrievalResult, *, fusion: str, fields_on: bool, docs_on: bool) -> list[Column]:
@@ -31,6 +31,9 @@ def lab_columns(res: RetrievalResult, *, fusion: str, fields_on: bool, docs_on: 
         Column("BM25", "BM25", "3.9em", "num", "Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)", digits=2),
         Column("fused", "fused", "4.7em", "num", f"{fused_kind} fusion score", digits=4),
     ]
+    if any(c.rerank_score is not None for c in res.candidates):  # a reranker ran (RAGCORE_RERANK)
+        cols.append(Column("rerank", "rerank", "4.3em", "num", "The reranker's relevance score; the pool's best were "
+                           "re-ordered by it (RAGCORE_RERANK_THRESHOLD can cut on it)", digits=3))
     if fields_on:
         cols.append(Column("field", "field", "3.8em", "num", "The part of BM25 from question terms in the chunk's title, "
                            "section path, anchor or file name (field weight on)", digits=2))
@@ -69,7 +72,7 @@ def _row(c: Candidate, n: int) -> dict[str, Any]:
     return {
         "rank": c.rank, "status": f"kept [{n}]" if c.kept else CUT_LABELS.get(reason, f"cut: {reason}"),
         "kept": c.kept, "cut": "" if c.kept else reason,
-        "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score,
+        "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score, "rerank": c.rerank_score,
         "field": c.field_score, "doc score": c.doc_score, "doc #": c.doc_rank,
         "locator": ch.locator.split("#")[0], "section": ch.section_label, "text": ch.text,
     }

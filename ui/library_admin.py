@@ -84,6 +84,7 @@ def collections_tab(rt: state.Runtime) -> None:
         bar, source = rt.engine.abstain_bar(base, c.name)
         rows.append({"collection": c.name, "documents": c.documents, "chunks": c.chunks, "version": c.corpus_version or "–",
                      "abstain bar": f"{bar:.3f} ({source.split(' (')[0]})", "built": _built(c), "state": _state_label(rt, c),
+                     "embedding model": _model_label(rt, c.name),
                      "folder": c.root or "–"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="col_table",
                  # short columns small, so that the state (the longest) is in view at 1400 px and wraps on hover
@@ -119,6 +120,12 @@ def collections_tab(rt: state.Runtime) -> None:
     with right, st.container(border=True):
         _remove_document(rt, info, busy)
     _delete(rt, info, busy)
+
+
+def _model_label(rt: state.Runtime, name: str) -> str:
+    from ragcore.encoders.registry import MINILM_RECORD, record_of
+
+    return (record_of(rt.engine.store.read_meta(name)) or MINILM_RECORD).label
 
 
 def _changes_and_reingest(rt: state.Runtime, info: CollectionInfo, busy: bool) -> None:
@@ -305,6 +312,11 @@ def ingest_tab(rt: state.Runtime) -> None:
                                  type=sorted(x.lstrip(".") for x in SUPPORTED_SUFFIXES), label_visibility="collapsed",
                                  help=f"Up to {s.max_file_bytes / 1e6:.0f} MB per file.")
     target = _target(names, folder, files)
+    # a new collection takes the model chosen here; an existing one keeps its own (embed_model None)
+    model = _embed_model_choice(s) if target and target not in names else None
+    if target and target not in names and model is None:
+        target = ""  # a model that cannot be used: nothing to start
+    s = s.with_(embed_model=model)
     rebuild = st.checkbox("Rebuild from scratch (re-chunk every file with the current chunking)", key="ing_rebuild",
                           disabled=target not in names)
     b1, b2, _ = st.columns([0.25, 0.3, 0.45])
@@ -328,6 +340,20 @@ def ingest_tab(rt: state.Runtime) -> None:
         ss["ing_mine"] = rt.start_ingest(up, work).id
         st.rerun()
     job_panel(rt)
+
+
+def _embed_model_choice(s) -> str | None:
+    """The embedding model of the new collection (docs/19-choosing-models.md); it is recorded with it."""
+    value = st.text_input("Embedding model", value=s.embed_model or "minilm", key="ing_embed_model",
+                          help="minilm (bundled, offline), openai:<model> (the endpoint in RAGCORE_EMBED_BASE_URL), "
+                               "onnx:<folder> or fastembed:<name>. Questions on the collection always use it.").strip()
+    from ragcore.settings.models import spec_problem
+
+    problem = spec_problem("embed_model", value)
+    if problem:
+        st.error(problem, icon=":material/error:")
+        return None
+    return value or "minilm"
 
 
 def _target(names: list[str], folder: str, files: list) -> str:

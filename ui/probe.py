@@ -25,7 +25,7 @@ from ragcore.storage.pathfilter import allows
 from ragcore.engine.engine import Engine
 from ragcore.encoders.sparse import tokenize
 from ragcore.storage.store import embed_text
-from ragcore.textutil import normalize_ws
+from ragcore.retrieval.probe import PassageMatch, best_match
 from ragcore.types import Candidate, Chunk, RetrievalResult
 from ui.render import fields_text, fmt_score
 
@@ -33,6 +33,7 @@ Verdict = Literal[
     "kept", "threshold", "dedupe", "top_k", "filter", "not_candidate", "not_in_pool", "not_in_collection", "no_match",
 ]
 BIG_POOL = 1000
+PASSAGE_POOL = 100  # BM25 candidates searched for a pasted passage's text
 
 FIXES: dict[str, str] = {
     "kept": "Nothing to fix: the chunk is in the evidence.",
@@ -62,6 +63,7 @@ class ProbeResult:
     pool_size: int = 0
     competitor: Candidate | None = None  # dedupe: the chunk kept instead
     match_score: float | None = None  # passage probes: how well the chunk matches the passage
+    match_kind: str | None = None  # passage probes: "verbatim", "near-verbatim" or "similar" (cosine)
     evidence_n: int | None = None
     # retrieval signals, None / empty when off: from the analyst's pool, else from the large pool
     field_score: float | None = None  # the part of its BM25 from title/section/anchor/file-name matches
@@ -72,24 +74,24 @@ class ProbeResult:
     signals_from: Literal["pool", "large pool"] | None = None
     expansion_terms: tuple[tuple[str, float], ...] = ()  # what the analyst's retrieval added to the BM25 query
     expansion_matched: tuple[str, ...] = ()  # those of them the chunk contains
-
-
-def _norm(s: str) -> str:
-    return normalize_ws(s).lower()
+    rerank_score: float | None = None  # the reranker's score (RAGCORE_RERANK), when it rescored the chunk
 
 
 def find_passage(engine: Engine, passage: str, settings: RagcoreSettings, collection: str) -> tuple[Chunk | None, float | None]:
-    """The stored chunk best matching a pasted passage: verbatim first, else nearest by cosine."""
-    s = settings.with_(retrieval_mode="dense", top_k=10, threshold=-1.0, candidates=10, dedupe=False, path_filter=None)
-    res = engine.retrieve(passage, settings=s, collection=collection)
-    if not res.candidates:
-        return None, None
-    needle = _norm(passage)
-    for c in res.candidates:
-        if needle and needle in _norm(c.chunk.text):
-            return c.chunk, 1.0
-    best = res.candidates[0]
-    return best.chunk, best.dense_score
+    """The stored chunk holding a pasted passage: verbatim first, then near-verbatim, then nearest
+    by cosine (``ragcore.retrieval.probe``)."""
+    m = match_passage(engine, passage, settings, collection)
+    return (m.chunk, m.score) if m else (None, None)
+
+
+def match_passage(engine: Engine, passage: str, settings: RagcoreSettings, collection: str) -> PassageMatch | None:
+    """Candidates from BM25 on the passage's own words (a large pool: the chunk that holds the
+    passage ranks near its top whatever its cosine) and from the dense branch, then matched."""
+    base = settings.with_(threshold=-1.0, dedupe=False, path_filter=None, prf_terms=0)
+    sparse = engine.retrieve(passage, settings=base.with_(retrieval_mode="sparse", top_k=PASSAGE_POOL, candidates=PASSAGE_POOL),
+                             collection=collection)
+    dense = engine.retrieve(passage, settings=base.with_(retrieval_mode="dense", top_k=10, candidates=10), collection=collection)
+    return best_match(passage, [*sparse.candidates, *dense.candidates])
 
 
 def _cosine(engine: Engine, question: str, chunk: Chunk) -> float:
@@ -161,6 +163,7 @@ def signals(target: Chunk, cand: Candidate | None, big: Candidate | None,
         named_by=src.named_by if src else (),
         signals_from=("pool" if cand else "large pool") if src else None,
         expansion_terms=expansion, expansion_matched=tuple(t for t, _ in expansion if t in words),
+        rerank_score=src.rerank_score if src else None,
     )
 
 
@@ -175,16 +178,17 @@ def probe(
     path: str | None = None, line: int | None = None, passage: str | None = None,
 ) -> ProbeResult:
     name = collection or settings.collection
-    match_score = None
+    match_score = match_kind = None
     # ---- which chunk is the analyst asking about?
     target: Chunk | None = None
     file_chunks: list[Chunk] = []
     if passage and passage.strip():
-        target, match_score = find_passage(engine, passage, settings, name)
-        if target is None or (match_score is not None and match_score < 0.5):
+        m = match_passage(engine, passage, settings, name)
+        target, match_score, match_kind = (m.chunk, m.score, m.kind) if m else (None, None, None)
+        if target is None or (match_kind == "similar" and match_score is not None and match_score < 0.5):
             near = f" The closest chunk is {target.locator} (cosine {match_score:.2f} to the passage)." if target else ""
             return ProbeResult("no_match", "No chunk matches the pasted passage closely." + near, FIXES["no_match"],
-                               chunk=target, match_score=match_score)
+                               chunk=target, match_score=match_score, match_kind=match_kind)
     elif path:
         file_chunks = _chunks_at(engine.document_chunks(path, collection=name), line)
         if not file_chunks:
@@ -215,7 +219,7 @@ def probe(
     bm25 = b.sparse_score if b else None
     common: dict[str, Any] = dict(
         chunk=target, candidate=cand, big=b, cosine=cos, bm25=bm25, dense_rank=dense_rank.get(cid),
-        sparse_rank=sparse_rank.get(cid), pool_size=len(real.candidates), match_score=match_score,
+        sparse_rank=sparse_rank.get(cid), pool_size=len(real.candidates), match_score=match_score, match_kind=match_kind,
         **signals(target, cand, b, real.expansion_terms),
     )
     if cand is not None:
@@ -230,6 +234,7 @@ SIGNAL_HELP = {
     "document score": "Its document's score: best chunk + decay × second + decay² × third",
     "document named by": "What names the chunk's document: the question, or one of the best passages (named pages)",
     "expansion terms in the chunk": "Which of the terms pseudo-relevance feedback added to the BM25 query the chunk contains",
+    "rerank score": "The reranker's relevance score (RAGCORE_RERANK); the pool's best were re-ordered by it",
 }
 
 
@@ -244,6 +249,8 @@ def signal_cells(pr: ProbeResult) -> dict[str, str]:
         out["document rank"] = f"{pr.doc_rank}{where}"
         out["document score"] = fmt_score(pr.doc_score, 4)
         out["document named by"] = ", ".join(pr.named_by) or "–"
+    if pr.rerank_score is not None:
+        out["rerank score"] = f"{pr.rerank_score:.3f}{where}"
     if pr.expansion_terms:
         out["expansion terms in the chunk"] = (", ".join(pr.expansion_matched) or "none") + f" (of {len(pr.expansion_terms)})"
     return out

@@ -27,8 +27,10 @@ and Git sets no answerable question has such a word; 4 of 40 and 12 of 31 unansw
 (all of which the score already declined); ``abstain_unseen_words`` turns the rule off.
 
 For a selection (selected-text mode) the score is the best sentence score of the extractive
-composer: there are no headings, and the user has already chosen the passage. In "both" mode
-either source may carry the answer, so the higher of the two counts.
+composer: there are no headings, and the user has already chosen the passage. When the composer
+judged the question against the selection (``selection_support.py``), that verdict decides
+instead of the bar: a selection is declined only when it is clearly about something else, and in
+"both" mode a selection the question is about carries the answer (else the corpus's score counts).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from ragcore.encoders.sparse import tokenize
 from ragcore.textutil import content_terms
+from ragcore.abstain.selection_support import SelectionFit
 from ragcore.abstain.topics import TopicMatch
 from ragcore.types import Candidate, RetrievalResult
 
@@ -64,6 +67,8 @@ class Support:
     lexical: float | None = None  # share of the question's content words in the top chunk
     best_sentence: float | None = None  # the composer's best score among the selection's sentences
     unseen: tuple[str, ...] = ()  # rare question words no chunk of the corpus contains (abstains)
+    uncovered: tuple[str, ...] = ()  # subjects the corpus never mentions, answered with a hedge (coverage.py)
+    selection_fit: Mapping[str, Any] | None = None  # SelectionFit.as_dict() with its "reason" (decides)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -88,9 +93,21 @@ def describe(support: Mapping[str, Any], bar: float) -> str:
         parts.append(f"best selected sentence {support['best_sentence']:.2f}")
     detail = f" ({'; '.join(parts)})" if parts else ""
     line = f"support {support['score']:.2f} {rel} abstain bar {bar:.2f}{detail}"
+    if (support.get("selection_fit") or {}).get("reason"):
+        line += "; " + support["selection_fit"]["reason"]
     if support.get("unseen"):
         line += "; the corpus never mentions " + ", ".join(f"“{w}”" for w in support["unseen"])
+    if support.get("uncovered"):  # answered all the same (coverage.judge_coverage): the caveat stays visible
+        line += "; answered with a hedge: the corpus never mentions " + ", ".join(f"“{w}”" for w in support["uncovered"])
     return line
+
+
+def hedge_note(support: Mapping[str, Any]) -> str | None:
+    """The caveat an answer carries when the question names what the corpus never mentions."""
+    if not support.get("uncovered"):
+        return None
+    names = ", ".join(f"“{w}”" for w in support["uncovered"])
+    return f"hedged: the corpus never mentions {names}; the answer is about the rest of the question"
 
 
 def unseen_words(question: str, *, has_term: Callable[[tuple[str, ...]], bool],
@@ -154,18 +171,28 @@ def corpus_support(question: str, candidates: Sequence[Candidate], topic: TopicM
 
 def assess(
     mode: str, question: str, candidates: Sequence[Candidate], topic: TopicMatch | None, best_selection: float | None,
+    fit: SelectionFit | None = None,
 ) -> Support:
     """The support score for ``mode`` ("corpus", "selection" or "both").
 
-    ``best_selection`` is the composer's best score among the selection's sentences.
+    ``best_selection`` is the composer's best score among the selection's sentences; ``fit`` its
+    verdict on whether the question is about the selection (then it decides, not the bar).
     """
-    selection = Support(best_selection if best_selection is not None else 0.0, "selection", best_sentence=best_selection)
+    fit_d = {**fit.as_dict(), "reason": fit.reason} if fit is not None else None
+    selection = Support(best_selection if best_selection is not None else 0.0, "selection", best_sentence=best_selection,
+                        selection_fit=fit_d)
     if mode == "selection":
         return selection
     corpus = corpus_support(question, candidates, topic)
-    if mode == "both" and selection.score > corpus.score:
-        return Support(selection.score, "selection", corpus.evidence_cosine, corpus.topic, corpus.lexical, best_selection)
+    if mode == "both" and (fit.on_topic if fit is not None else selection.score > corpus.score):
+        return Support(selection.score, "selection", corpus.evidence_cosine, corpus.topic, corpus.lexical, best_selection,
+                       selection_fit=fit_d)
     return corpus
+
+
+def selection_decides(support: Support) -> bool:
+    """Whether the selection verdict, not the bar, decides (selection basis, verdict known)."""
+    return support.basis == "selection" and support.selection_fit is not None
 
 
 class CorpusSignals(Protocol):
@@ -175,10 +202,13 @@ class CorpusSignals(Protocol):
 
     def unseen_words(self, question: str) -> tuple[str, ...]: ...
 
+    def uncovered_subjects(self, question: str, skip: Sequence[str]) -> tuple[str, ...]: ...
+
 
 def question_support(
     mode: str, question: str, retrieval: RetrievalResult | None, corpus: CorpusSignals | None, *,
-    path_filter: str | None, check_unseen: bool, best_selection: float | None = None,
+    path_filter: str | None, check_unseen: bool, best_selection: float | None = None, check_uncovered: bool = False,
+    selection_fit: SelectionFit | None = None,
 ) -> Support:
     """The support score of a question, the one function both answers (``engine/answerer.py``) and
     calibration (``Engine.support``: ``autocalibrate.py``, ``eval/calibration.py``) call, so a
@@ -186,13 +216,17 @@ def question_support(
 
     ``retrieval``: the question's retrieval (its candidates, and its query vector for the topic
     match); ``corpus``: the collection's headings and terms (None in selection mode);
-    ``check_unseen``: settings.abstain_unseen_words (the rare-word rule, corpus basis only)."""
+    ``check_unseen``: settings.abstain_unseen_words (the rare-word rule, corpus basis only);
+    ``check_uncovered``: settings.abstain_uncovered (named subjects no chunk mentions, recorded in
+    ``uncovered``; coverage.judge_coverage weighs them once the bar is known)."""
     candidates = retrieval.candidates if retrieval is not None else ()
     topic = None
     if mode != "selection" and corpus is not None:
         q_vec = retrieval.query_vector if retrieval is not None else None
         topic = corpus.closest_topic(question, q_vec, path_filter)
-    support = assess(mode, question, candidates, topic, best_selection)
+    support = assess(mode, question, candidates, topic, best_selection, selection_fit)
     if support.basis == "corpus" and check_unseen and corpus is not None:
         support = replace(support, unseen=corpus.unseen_words(question))
+    if support.basis == "corpus" and check_uncovered and corpus is not None:
+        support = replace(support, uncovered=corpus.uncovered_subjects(question, support.unseen))
     return support

@@ -318,7 +318,8 @@ def calibration_scores(
     if len(generated) < MIN_ANSWERABLE:
         generated = []  # too few to say where the corpus's questions score
     offtopic = offtopic_questions()
-    host.encoder.encode([g.question for g in generated] + offtopic)  # one batch; support() finds them cached
+    # one batch in the collection's own model; support() finds them cached
+    host.retriever.encoder_for(collection).encode_queries([g.question for g in generated] + offtopic)
     a = tuple(host.support(g.question, s, collection).score for g in generated)
     o = tuple(host.support(q, s, collection).score for q in offtopic)
     return CalibrationScores(tuple(generated), a, o)

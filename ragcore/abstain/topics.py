@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class TopicIndex:
 
     def __init__(self, matches: Sequence[TopicMatch], vectors: np.ndarray) -> None:
         self.rows = tuple(matches)
-        self.vectors = vectors.reshape(len(self.rows), DIMENSION)
+        self.vectors = vectors.reshape(len(self.rows), vectors.shape[-1])  # the collection's model's width
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -60,7 +60,8 @@ class TopicIndex:
         first = first_places(refs)
         # from the heading store; one never stored is embedded (uncached: thousands would flush the
         # query cache) and kept in memory only
-        return cls._of(first, store.headings.ensure((h for h, _ in first), encoder.encode_uncached, save=False))
+        headings = store.headings.for_model(encoder.record())  # the collection's model's heading vectors
+        return cls._of(first, headings.ensure((h for h, _ in first), encoder.encode_uncached, save=False))
 
     @classmethod
     def from_snapshot(cls, snap: SnapshotData, store: Store, encoder: OnnxMiniLM) -> "TopicIndex":
@@ -71,7 +72,7 @@ class TopicIndex:
         vecs = dict(snap.headings)
         if any(h not in vecs for h, _ in first):
             lacking = {h for h, _ in first if h not in vecs}
-            vecs.update(store.headings.ensure(lacking, encoder.encode_uncached, save=False))
+            vecs.update(store.headings.for_model(encoder.record()).ensure(lacking, encoder.encode_uncached, save=False))
         return cls._of(first, vecs)
 
     @classmethod
@@ -101,9 +102,10 @@ class TopicIndexes:
     """Each collection's topic index, kept while its source is unchanged: from its query snapshot
     (swapped when a new one is published), else rebuilt from Qdrant when the corpus version changes."""
 
-    def __init__(self, store: Store, encoder: OnnxMiniLM) -> None:
+    def __init__(self, store: Store, encoder: OnnxMiniLM, encoder_for: Callable[[str], Any] | None = None) -> None:
         self.store = store
         self.encoder = encoder
+        self.encoder_for = encoder_for or (lambda _name: encoder)  # headings are embedded with the collection's model
         self._cache: dict[str, tuple[str, TopicIndex]] = {}
         self._lock = threading.Lock()
 
@@ -114,8 +116,9 @@ class TopicIndexes:
         with self._lock:
             hit = self._cache.get(collection)
             if hit is None or hit[0] != key:
-                idx = TopicIndex.from_snapshot(snap, self.store, self.encoder) if snap is not None else \
-                    TopicIndex.build(self.store.section_refs(collection), self.store, self.encoder)
+                enc = self.encoder_for(collection)
+                idx = TopicIndex.from_snapshot(snap, self.store, enc) if snap is not None else \
+                    TopicIndex.build(self.store.section_refs(collection), self.store, enc)
                 hit = (key, idx)
                 self._cache[collection] = hit
             return hit[1]

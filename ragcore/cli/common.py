@@ -26,6 +26,7 @@ OPTIONS = {
     "collection": "--collection",
     "chunk_size": "--chunk-size",
     "chunk_overlap": "--chunk-overlap",
+    "embed_model": "--embed-model",
     "retrieval_mode": "--mode",
     "top_k": "--top-k",
     "threshold": "--threshold",

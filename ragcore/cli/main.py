@@ -51,6 +51,8 @@ INGEST_FAILED = 1  # the exit status of an ingest in which some files could not 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from ragcore.encoders.base import EmbedError
+
     s = settings_from_args(args)
     engine = _engine(s)
     _copy_old_store(engine, quiet=args.quiet)
@@ -64,8 +66,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     try:
         report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress,
-                               calibrate=not args.no_calibrate)
-    except FileNotFoundError as exc:
+                               calibrate=not args.no_calibrate, rebuild=args.rebuild)
+    except (FileNotFoundError, EmbedError) as exc:
         print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
     finally:
@@ -83,7 +85,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"— {report.chunks_written} chunks written, {chunks} chunks in the collection's current files, "
         f"{report.seconds:.1f} s"
     )
-    print(f"corpus version {report.corpus_version}, built {report.built_at}")
+    print(f"corpus version {report.corpus_version}, built {report.built_at}, embedding model "
+          f"{term_safe(engine.embedder(report.collection).record().label)}")
     print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
     if report.ocr_pages:
         print(f"{report.ocr_pages} scanned PDF page(s) read by OCR")
@@ -153,6 +156,17 @@ def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
     return start, end
 
 
+def _snapshot_note(engine, collection: str) -> None:
+    """Say on stderr when the collection's query snapshot is out of date (a question never rewrites it)."""
+    try:
+        current = engine.store.snapshot_current(collection)
+    except Exception:  # noqa: BLE001 - only a note: the question meets the same problem and reports it
+        return
+    if not current:
+        print("note: this collection's query snapshot is missing, out of date or damaged, so questions read the "
+              "store itself (slower); `ragcore collections --repair` rewrites it", file=sys.stderr)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     passage = _read_selection(args)  # a bad file or range fails before any model loads
@@ -170,6 +184,7 @@ def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: tuple[st
     context = args.context or ("both" if selection is not None else "corpus")
     if context != "selection":
         engine.warm(s.collection)  # open the collection's indexes while the model loads
+        _snapshot_note(engine, s.collection)
     stream = engine.stream(args.question, context=context, selection=selection)
     answer = None
     streamed = False
@@ -215,6 +230,9 @@ def render_answer(answer, *, include_text: bool = True) -> str:
             out.append(f"{label}: {len(items)} — " + "; ".join(term_safe(i[:80]) for i in items))
     for action in v.guardrail_actions:
         out.append(f"guardrail: {action}")
+    for note in v.notes:
+        if not note.startswith("llm_error"):  # the error message above says it already
+            out.append(f"note: {note}")
     m = answer.metadata
     bar = m.get("abstain_bar") or {}
     if answer.status != "abstained" and m.get("support") and bar:
@@ -263,10 +281,18 @@ def cmd_collections(args: argparse.Namespace) -> int:
     for i in infos:
         print(f"{term_safe(i.name):<20} {i.documents:>9} {i.chunks:>7}  {term_safe(i.corpus_version or '-'):<16}  "
               f"{term_safe(i.built_at or '-')}")
+        print(f"{'':<20} embedding model {term_safe(_model_label(engine, i.name))}")
         print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
         if collection_state(i) != "ready":
             print(f"{'':<20} {STATE_NOTES[collection_state(i)]}")
     return 0
+
+
+def _model_label(engine, name: str) -> str:
+    """The collection's embedding model as recorded (no request to an endpoint: ``ragcore collections`` stays offline)."""
+    from ragcore.encoders.registry import MINILM_RECORD, record_of
+
+    return (record_of(engine.store.read_meta(name)) or MINILM_RECORD).label
 
 
 STATE_NOTES = {
@@ -282,6 +308,24 @@ def collection_state(info) -> str:
     return "empty" if info.chunks == 0 else "ready"
 
 
+# ------------------------------------------------------------------ serve
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ragcore.service.server import serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+
+    return serve(args)
+
+
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    srv = sub.add_parser("serve", help="serve the engine over HTTP: REST, SSE, WebSocket, OpenAI-compatible chat (docs/18)")
+    srv.add_argument("--host", help="address to listen on (default 127.0.0.1; any other needs RAGCORE_API_KEYS)")
+    srv.add_argument("--port", help="port (default 8000)")
+    srv.add_argument("--workers", help="uvicorn worker processes, each with its own engine (default 1)")
+    srv.add_argument("--collection", "-c", help="the collection a request names none of (default RAGCORE_COLLECTION)")
+    srv.set_defaults(func=cmd_serve)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -293,24 +337,32 @@ LAZY_COMMANDS = {
 }
 
 
-def build_parser(full: bool = True) -> argparse.ArgumentParser:
-    """The CLI's parser; ``full=False`` leaves `eval` and `bench` as stubs (listed in --help only)."""
-    p = argparse.ArgumentParser(prog="ragcore", description="Grounded question answering over a document corpus.")
-    p.add_argument("--data-dir", dest="data_dir", help="where embedded Qdrant lives (default: RAGCORE_DATA_DIR or ~/.local/share/ragcore)")
-    sub = p.add_subparsers(dest="command", required=True)
-
+def _add_ingest_parser(sub: argparse._SubParsersAction) -> None:
     ing = sub.add_parser("ingest", help="ingest files or folders into a collection (incremental)")
     ing.add_argument("paths", nargs="+")
     ing.add_argument("--collection", "-c")
     ing.add_argument("--chunk-size", dest="chunk_size", help="words per chunk (an integer ≥ 1)")
     ing.add_argument("--chunk-overlap", dest="chunk_overlap", help="words shared by neighbouring chunks (0 ≤ N < chunk size)")
     ing.add_argument("--no-prune", action="store_true", help="keep documents that are not in PATHS any more")
+    ing.add_argument("--embed-model", dest="embed_model", help="embedding model of a new collection: minilm (default), "
+                     "openai:<model>, onnx:<folder> or fastembed:<name> (docs/19-choosing-models.md)")
+    ing.add_argument("--rebuild", action="store_true", help="drop the collection first and build it again (e.g. with "
+                     "another --embed-model)")
     ing.add_argument("--no-calibrate", action="store_true",
                      help="do not set the abstain bar from the corpus itself (label-free calibration, a few seconds)")
     ing.add_argument("--json", action="store_true", help="print the ingest report as JSON")
     ing.add_argument("--quiet", "-q", action="store_true")
     ing.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
     ing.set_defaults(func=cmd_ingest)
+
+
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The CLI's parser; ``full=False`` leaves `eval` and `bench` as stubs (listed in --help only)."""
+    p = argparse.ArgumentParser(prog="ragcore", description="Grounded question answering over a document corpus.")
+    p.add_argument("--data-dir", dest="data_dir", help="where embedded Qdrant lives (default: RAGCORE_DATA_DIR or ~/.local/share/ragcore)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    _add_ingest_parser(sub)
 
     ask = sub.add_parser("ask", help="ask a question")
     ask.add_argument("question")
@@ -333,6 +385,8 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.add_argument("--repair", action="store_true", help="first rewrite any query snapshot that is missing, stale "
                      "(a writer died) or damaged, from the embedded store (a write: waits for another writer)")
     col.set_defaults(func=cmd_collections)
+
+    add_serve_parser(sub)
 
     from ragcore.eval.bars_cli import add_bars_parser
 

@@ -15,10 +15,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Generator, Iterator
 
-from ragcore.abstain.answerability import Support, question_support
+from ragcore.abstain.answer_fit import quoted_answers_reason, with_answers
+from ragcore.abstain.answerability import Support, question_support, hedge_note
+from ragcore.abstain.coverage import judge_coverage
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.encoders.base import EmbedError
 from ragcore.engine.events import EventFactory
 from ragcore.engine.generation import Generators
 from ragcore.safety.guardrails import is_hedged, route_question
@@ -115,16 +118,19 @@ class Answerer:
         composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
         corpus = self.r.view if req.context != "selection" else None
         support: Support = question_support(req.context, q, retrieved.retrieval, corpus, path_filter=s.path_filter,
-                                            check_unseen=s.abstain_unseen_words,
-                                            best_selection=composed.best_selection if composed else None)
+                                            check_unseen=s.abstain_unseen_words, check_uncovered=s.abstain_uncovered,
+                                            best_selection=composed.best_selection if composed else None,
+                                            selection_fit=composed.selection_fit if composed else None)
         bar, source = (s.abstain_bar, "settings")
         if corpus is not None:
             info = corpus.abstain_bar(s)
             bar, source = info.value, info.description
+        support = judge_coverage(support, bar, s.uncovered_margin)  # named subjects the corpus never mentions
         reason = abstain_reason(retrieved.evidence, support, bar)
         if reason is None and not s.llm.configured:
             composed = composed or composer.compose(q, retrieved.evidence)
             reason = NOTHING_TO_QUOTE if composed.status == "abstained" else None
+            reason = reason or quoted_answers_reason(self.r.encoder, q, composed, support)
         return Assessment(support, bar, source, reason, composed)
 
     # ------------------------------------------------------------------ synthesize
@@ -163,7 +169,10 @@ class Answerer:
         text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
         checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
-        notes = [f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else []
+        caveat = hedge_note(assessment.support.as_dict()) if not assessment.abstain_reason else None
+        actions += [caveat] if caveat else []
+        notes = [*(retrieved.retrieval.notes if retrieved.retrieval else ()),
+                 *([f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else [])]
         v = checked.validation
         if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):
             composed = assessment.composed or self._composer(s).compose(retrieved.standalone, retrieved.evidence)
@@ -173,8 +182,9 @@ class Answerer:
         actions.extend(x.describe() + "; sentences citing it are flagged" for x in suspicious_evidence(retrieved.evidence))
         validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
         status = answer_status(assessment, synthesis, validation)
-        citations = checked.citations if status != "abstained" else ()
-        return Checked(checked.text, citations, validation, status, failure_message(synthesis))
+        citations, fit = with_answers(self.r.encoder, retrieved.standalone, checked.citations if status != "abstained" else (),
+                                      validation.sentences)
+        return Checked(checked.text, citations, validation, status, failure_message(synthesis), fit)
 
 
 def _pump(synth: Synthesizer, job: SynthesisJob, ev: EventFactory,
@@ -208,5 +218,7 @@ def _ms(t: float) -> float:
 def _friendly(exc: Exception) -> str:
     if isinstance(exc, (StoreError, StageError)):
         return str(exc)
+    if isinstance(exc, EmbedError):  # the collection's embedding model could not embed the question
+        return f"The question could not be embedded: {exc}"
     return (f"Something went wrong while answering ({type(exc).__name__}: {exc}). The question was not answered; "
             "try again, or check the collection with `ragcore collections`.")

@@ -22,13 +22,17 @@ from ragcore.abstain.answerability import Support
 from ragcore.abstain.autocalibrate import AbstainBarInfo, ensure_auto_calibration
 from ragcore.abstain.topics import TopicIndex, TopicIndexes, TopicMatch
 from ragcore.citations import SupportScorer
+from ragcore.encoders.base import CachingEncoder
 from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.encoders.registry import EncoderPool, ingest_encoder, record_of
 from ragcore.engine.answerer import Answerer, Resources
 from ragcore.engine.generation import Generators
 from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
 from ragcore.engine.view import CollectionView
 from ragcore.ingest.writer import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
+from ragcore.retrieval.rerank import Rerankers
+from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
@@ -51,10 +55,14 @@ class Engine:
     ) -> None:
         self.settings = settings
         self.encoder = encoder or OnnxMiniLM(batch_size=settings.embed_batch_size)
-        self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached)
-        self.retriever = HybridSearch(self.store, self.encoder)
-        self.topics = TopicIndexes(self.store, self.encoder)
+        # one encoder per embedding model; the bundled MiniLM (``encoder``) also scores support and composes
+        self.encoders = EncoderPool(self.encoder)
+        self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached,
+                                    embed_for_model=lambda rec: self.encoders.for_record(rec, self.settings).encode_uncached)
+        self.retriever = HybridSearch(self.store, self.encoder, encoder_for=self.embedder)
+        self.topics = TopicIndexes(self.store, self.encoder, encoder_for=self.embedder)
         self.generators = Generators(generator_factory)
+        self.retriever.rerankers = Rerankers(lambda s: self.generators.for_settings(s).complete)  # RAGCORE_RERANK=llm
         self._scorer = SupportScorer(encoder=self.encoder.encode)
 
     def vector_store(self, collection: str | None = None):
@@ -68,30 +76,39 @@ class Engine:
             return SnapshotVectorStore(self.store, name)
         return self.store.vector_store(name)
 
+    def embedder(self, collection: str) -> CachingEncoder:
+        """The embedding model ``collection`` was built with (its metadata's record; none: the bundled
+        MiniLM). Questions on it always embed with it, whatever ``RAGCORE_EMBED_MODEL`` says now."""
+        return self.encoders.for_record(record_of(self.store.read_meta(collection)), self.settings)
+
     def close(self) -> None:
+        self.encoders.close()
         self.generators.close()
         self.store.close()
 
     def view(self, collection: str | None = None) -> CollectionView:
         """What answering on ``collection`` reads (its search, topics, bar, unseen-words check)."""
         return CollectionView(collection or self.settings.collection, self.store, self.retriever, self.topics,
-                              self.encoder)
+                              self.encoder, self.embedder(collection or self.settings.collection))
 
     # ------------------------------------------------------------------ corpus
 
     def ingest(
         self, paths: Sequence[str | Path], collection: str | None = None, *, prune: bool = True,
         progress: Progress | None = None, settings: RagcoreSettings | None = None, calibrate: bool = True,
-        chunk_progress: ChunkProgress | None = None,
+        rebuild: bool = False, chunk_progress: ChunkProgress | None = None,
     ) -> IngestReport:
         """Ingest files or folders; ``calibrate``: set the label-free abstain bar when the corpus changed;
+        ``rebuild``: drop the collection first (to build it again, e.g. with another embedding model);
         ``chunk_progress(written, queued)`` hears each written batch of chunks."""
         s = settings or self.settings
         name = collection or s.collection
         root, files = discover([Path(p) for p in paths])
+        if rebuild and self.store.exists(name):
+            self.drop(name)
         # one write session: embedded Qdrant is opened (and its folder locked) once, and released after
         with self.store.session():
-            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self.encoder,
+            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self._ingest_encoder(name, s),
                             settings=s, prune=prune, progress=progress, chunk_progress=chunk_progress)
             self._after_write(name, s, calibrate)
         return report
@@ -105,10 +122,16 @@ class Engine:
         name = collection or s.collection
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
         with self.store.session():
-            report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store, encoder=self.encoder,
-                            settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
+            report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store,
+                            encoder=self._ingest_encoder(name, s), settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
             self._after_write(name, s, calibrate)
         return report
+
+    def _ingest_encoder(self, name: str, s: RagcoreSettings) -> CachingEncoder:
+        """``s.embed_model`` for a new collection, the collection's own model for an existing one
+        (ModelMismatch when they differ: registry.ingest_encoder)."""
+        meta = self.store.read_meta(name) if self.store.exists(name) else {}
+        return ingest_encoder(self.encoders, name, meta, s)
 
     def _after_write(self, name: str, s: RagcoreSettings, calibrate: bool) -> None:
         self.retriever.invalidate(name)
@@ -200,9 +223,11 @@ class Engine:
         return self.view(collection or s.collection).closest_topic(question, None, s.path_filter)
 
     @staticmethod
-    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool) -> RetrievalResult:
-        """Move top-K / threshold / dedupe over an existing pool without querying again."""
-        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe))
+    def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
+              per_doc: int = EVIDENCE_PER_DOC, rerank_threshold: float = 0.0) -> RetrievalResult:
+        """Move top-K / threshold / dedupe / the per-document cap over an existing pool without querying again."""
+        return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
+                                                     per_doc=per_doc, rerank_threshold=rerank_threshold))
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;

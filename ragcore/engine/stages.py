@@ -8,14 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from ragcore.abstain.answerability import Support
+from ragcore.abstain.answerability import Support, selection_decides
 from ragcore.settings.config import RagcoreSettings
 from ragcore.safety.guardrails import Route
 from ragcore.ingest.chunking import chunk_id as make_chunk_id
-from ragcore.engine.selection import selection_problem
+from ragcore.engine.selection import selection_kind, selection_meta, selection_pieces, selection_problem, source_line
 from ragcore.synthesis.base import Synthesis
 from ragcore.synthesis.extractive.composer import ExtractiveResult
-from ragcore.textutil import line_of_offset, sentence_spans
 from ragcore.types import (
     Answer, Candidate, Chunk, Citation, CollectionInfo, Evidence, RetrievalResult, Status, Validation,
 )
@@ -40,6 +39,7 @@ class SelectionInput:
     source: str | None = None  # e.g. the file the passage was selected from
     start_line: int = 1  # line of the source where the selection starts
     page: int | None = None  # PDF page the passage is on
+    line_numbers: tuple[int, ...] = ()  # source line of each text line when they are not consecutive (HTML)
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ class Checked:
     validation: Validation
     status: Status
     error_message: str | None = None
+    answer_fit: Mapping[str, Any] | None = None  # does what is quoted answer the question (answer_fit.py)
 
 
 # ---------------------------------------------------------------- route / select context
@@ -108,12 +109,12 @@ def selection_evidence(sel: SelectionInput) -> list[Evidence]:
     """The selection as evidence, one sentence each, so citations point at exact lines."""
     path = sel.source or "(selection)"
     out: list[Evidence] = []
-    for i, span in enumerate(sentence_spans(sel.text), 1):
-        start = sel.start_line + line_of_offset(sel.text, span.start)
-        end = sel.start_line + line_of_offset(sel.text, max(span.end - 1, span.start))
-        raw = sel.text[span.start : span.end]
+    kind = selection_kind(sel.source)
+    for i, (a, b) in enumerate(selection_pieces(sel.text, kind), 1):  # sentences; code, a definition entry whole
+        start, end = source_line(sel, a), source_line(sel, max(b - 1, a))
+        raw = sel.text[a:b]
         chunk = Chunk(
-            chunk_id=make_chunk_id(path, start, end, raw), text=raw, path=path, doc_hash="selection", kind="text",
+            chunk_id=make_chunk_id(path, start, end, raw), text=raw, path=path, doc_hash="selection", kind=kind,
             start_line=start, end_line=end, section=("selection",), page=sel.page, ordinal=i - 1,
         )
         out.append(Evidence(n=i, chunk=chunk, origin="selection", score=None, score_kind="cosine"))
@@ -127,6 +128,8 @@ def abstain_reason(evidence: tuple[Evidence, ...], support: Support, bar: float)
     """Why the engine will not answer, or None when it will."""
     if not evidence:
         return "no evidence passed top-K and the threshold"
+    if selection_decides(support):  # the analyst chose the passage: declined only when it is about something else
+        return support.explain(bar) if support.selection_fit["reason"] else None  # type: ignore[index]
     if support.score < bar or support.unseen:  # set in corpus mode only (answerability.question_support)
         return support.explain(bar)  # names the unseen words (answerability.describe)
     return None
@@ -173,6 +176,13 @@ def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, 
     }
     if synthesis.packing is not None:
         meta["packing"] = dict(synthesis.packing)
+    if checked.answer_fit is not None:
+        meta["answers"] = dict(checked.answer_fit)
+    if req.selection is not None and req.context != "corpus":  # the viewer highlights the quoted lines
+        meta["selection"] = selection_meta(req.selection.source, req.selection.start_line,
+                                           source_line(req.selection, len(req.selection.text)),
+                                           [(c.start_line, c.end_line) for c in checked.citations if c.origin == "selection"],
+                                           assessment.support.selection_fit)
     return Answer(
         question=req.question, answer=checked.text, status=checked.status, citations=checked.citations,
         evidence=retrieved.evidence, candidates=retrieved.candidates, validation=checked.validation,

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from ragcore.abstain.answerability import Support, question_support, unseen_words
 from ragcore.abstain.autocalibrate import AbstainBarInfo, bar_info
+from ragcore.abstain.coverage import uncovered_subjects
 from ragcore.abstain.topics import TopicIndex, TopicIndexes, TopicMatch
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.retrieval import HybridSearch
@@ -27,7 +28,8 @@ class CollectionView:
     store: Store
     search: HybridSearch
     topics: TopicIndexes
-    encoder: OnnxMiniLM
+    encoder: OnnxMiniLM  # the bundled MiniLM: its vocabulary says which words are common
+    embedder: Any = None  # the collection's own embedding model (questions and headings); None: ``encoder``
 
     def info(self) -> CollectionInfo:
         return self.store.info(self.name)
@@ -42,7 +44,7 @@ class CollectionView:
     def closest_topic(self, question: str, q_vec: Any, path_filter: str | None) -> TopicMatch | None:
         """The heading closest to the question; ``q_vec``: its vector from retrieval (None: embed it)."""
         if q_vec is None:
-            q_vec = self.encoder.encode([question])[0]
+            q_vec = (self.embedder or self.encoder).encode_queries([question])[0]
         return self.topic_index().best(q_vec, path_filter)
 
     def has_any_term(self, terms: Sequence[str]) -> bool:
@@ -60,6 +62,11 @@ class CollectionView:
         has_term = self.search.index(self.name).has_any_term if self.store.is_embedded else self.has_any_term
         return unseen_words(question, has_term=has_term, is_common=self.encoder.in_vocabulary)
 
+    def uncovered_subjects(self, question: str, skip: Sequence[str] = ()) -> tuple[str, ...]:
+        """The question's named subjects that no chunk of the collection mentions (coverage.py)."""
+        has_term = self.search.index(self.name).has_any_term if self.store.is_embedded else self.has_any_term
+        return uncovered_subjects(question, has_term=has_term, is_common=self.encoder.in_vocabulary, skip=skip)
+
     def abstain_bar(self, settings: RagcoreSettings) -> AbstainBarInfo:
         """The bar in force with its source (labelled, label-free, settings) and expected rates."""
         return bar_info(self.store.read_meta(self.name), settings)
@@ -68,4 +75,4 @@ class CollectionView:
         """The corpus-mode support score of a question, as an answer would be judged."""
         result = retrieval if retrieval is not None else self.retrieve(question, settings)
         return question_support("corpus", question, result, self, path_filter=settings.path_filter,
-                                check_unseen=settings.abstain_unseen_words)
+                                check_unseen=settings.abstain_unseen_words, check_uncovered=settings.abstain_uncovered)

@@ -76,7 +76,7 @@ def stored_bars(engine: Engine, collection: str) -> tuple[dict[str, Any] | None,
 def check_dataset_fits(engine: Engine, dataset: EvalDataset, collection: str) -> None:
     """CalibrationError when some of the data set's relevant documents are not in the collection
     (the evaluation only warns; a stored bar from another corpus's questions would be wrong)."""
-    from ragcore.eval.sweep import missing_relevant
+    from ragcore.eval.checks import missing_relevant
 
     missing = missing_relevant(engine, collection, dataset)
     if missing:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Literal, Sequence, get_args, get_origin
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.eval.dataset import EvalDataset
+from ragcore.eval.checks import missing_relevant, stale_chunks
 from ragcore.eval.runner import CONFIG_KEYS, DocPathMapper, EvalRun, Progress, mapper_for, run_config, settings_config
 
 __all__ = [
@@ -55,7 +56,8 @@ SWEEPABLE = (
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
     "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",  # retrieval signals
     "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence",  # document signals
-    "answer_docs",
+    "answer_docs", "evidence_per_doc", "abstain_uncovered", "uncovered_margin",
+    "collection",  # another collection of the same corpus (e.g. built with another embedding model), question by question
 )
 INGEST_KEYS = ("chunk_size", "chunk_overlap")
 
@@ -114,7 +116,10 @@ def parse_sweep(text: str) -> Sweep:
     if key not in SWEEPABLE:
         _field_type(key)  # an unknown key gets the "unknown setting" message
         raise SweepError(f"{key} cannot be swept; sweepable: {', '.join(SWEEPABLE)}")
-    values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
+    if key == "collection":  # names, as given
+        values: tuple[Any, ...] = tuple(dict.fromkeys(v.strip() for v in vals.split(",") if v.strip()))
+    else:
+        values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
     if not values:
         raise SweepError(f"--sweep {text!r}: no values")
     return Sweep(key, values)
@@ -206,7 +211,8 @@ class RunPlan:
 
     def chunk_collections(self, base_collection: str) -> tuple[ChunkCollection, ...]:
         return tuple(sorted({ChunkCollection(p.collection, p.settings.chunk_size, p.settings.chunk_overlap)
-                             for p in self.runs if p.collection != base_collection}))
+                             for p in self.runs if p.collection != base_collection
+                             and not p.label.startswith("collection=")}))  # another collection: built already
 
     def distinct_runs(self) -> int:
         return len({p.key() for p in self.runs})
@@ -358,6 +364,9 @@ def plan_runs(
 
 def _plan_value(key: str, value: Any, base: BaseCollection, collection: str) -> tuple[PlannedRun, str | None]:
     """One sweep value as a run (and a note when a setting had to give way)."""
+    if key == "collection":  # the same questions on another collection, with its own embedding model
+        note = f"collection={value}: judged at the base collection's abstain bar ({base.settings.abstain_bar:.3f})"
+        return PlannedRun(f"collection={value}", base.settings.with_(collection=value), value), note
     changes: dict[str, Any] = {key: value}
     note = None
     if key == "abstain_bar":  # a swept bar is the bar: not the collection's calibrated one
@@ -467,32 +476,3 @@ def _run_llamaindex(
     run = run_llamaindex_baseline(bl, ds, k=base.candidates, collection=collection, mapper=mapper, progress=counter)
     counter.run_done()
     return run
-
-
-def missing_relevant(engine: Any, collection: str, dataset: EvalDataset) -> tuple[set[str], int] | None:
-    """(relevant documents of the data set that the collection does not hold, number of
-    distinct relevant documents), or ``None`` when all are there."""
-    relevant = {d for q in dataset.questions for d in q.relevant_docs}
-    if not relevant:
-        return None
-    mapper = mapper_for(engine, collection, dataset)
-    held = {mapper(p) for p, _ in engine.documents(collection)}
-    gone = relevant - held
-    return (gone, len(relevant)) if gone else None
-
-
-def stale_chunks(engine: Any, collection: str, settings: RagcoreSettings) -> tuple[int, int] | None:
-    """(chunks written under another index fingerprint, all chunks) when the collection's
-    points carry fingerprints that differ from what this code would write; ``None`` when they
-    all match (or the store keeps no fingerprints)."""
-    try:
-        from ragcore.ingest.writer import index_fingerprint
-
-        want = index_fingerprint(settings)
-        fps = [getattr(r, "fp", "") for r in engine.store.point_refs(collection)]
-    except Exception:  # noqa: BLE001 - a check, never a failure
-        return None
-    if not fps or not any(fps):
-        return None
-    n = sum(1 for f in fps if f != want)
-    return (n, len(fps)) if n else None

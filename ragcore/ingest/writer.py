@@ -32,7 +32,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ragcore.settings.config import RagcoreSettings
-from ragcore.encoders.minilm import DIMENSION, MODEL_NAME, OnnxMiniLM
+from ragcore.encoders.base import ModelRecord
+from ragcore.encoders.minilm import MODEL_NAME, OnnxMiniLM
 from ragcore.encoders.sparse import SPARSE_VERSION
 from ragcore.storage.store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
 from ragcore.storage.sections import heading_of
@@ -110,6 +111,7 @@ class _Writer:
         on_chunks: ChunkProgress | None = None,
     ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
+        self.dimension = encoder.record().dimension  # the model's width (an endpoint's: from its first answer)
         self.fingerprint, self.existing, self.batch = fingerprint, existing, batch
         self.on_written = on_written  # (files done, current) -> None, called in the caller's thread
         self.on_chunks = on_chunks  # (chunks written, chunks queued) -> None, in the caller's thread too
@@ -267,7 +269,7 @@ class _Writer:
         if known:
             with self.store_lock:
                 stored = self.store.stored_vectors(self.collection, known)
-        vecs = np.zeros((len(chunks), DIMENSION), dtype=np.float32)
+        vecs = np.zeros((len(chunks), self.dimension), dtype=np.float32)
         todo = []
         for k, (c, pid) in enumerate(zip(chunks, ids)):
             hit = stored.get(pid)
@@ -287,10 +289,11 @@ class _Stopped(Exception):
 # --------------------------------------------------------------------------- ingest
 
 
-def index_fingerprint(settings: RagcoreSettings) -> str:
+def index_fingerprint(settings: RagcoreSettings, model: str = MODEL_NAME) -> str:
     """What a stored chunk depends on besides its file: chunker, BM25 and model versions and
-    the chunk settings. A point written under another fingerprint is re-derived."""
-    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{MODEL_NAME}|{settings.chunk_size}|{settings.chunk_overlap}"
+    the chunk settings. A point written under another fingerprint is re-derived. ``model``: the
+    bundled MiniLM's name (so its collections stay current), else the model's spec and prefixes."""
+    key = f"{CHUNKER_VERSION}|{SPARSE_VERSION}|{model}|{settings.chunk_size}|{settings.chunk_overlap}"
     # the default cap changes no normal document's chunks (7,159 checked): only another cap
     # is part of the key, so collections built before the cap existed stay current
     if settings.max_chunk_chars != DEFAULT_MAX_CHUNK_CHARS:
@@ -342,17 +345,21 @@ def ingest(
     ``chunk_progress(written, queued)`` hears every written batch (a progress bar by chunks)."""
     t0 = time.perf_counter()
     check_collection_name(collection)  # before any path is built from it
+    record = encoder.record()
     state: dict[str, list[PointRef]] = defaultdict(list)
     for ref in store.point_refs(collection):
         state[ref.path].append(ref)
     folder = space.data_folder(settings)
     space.check_before_ingest(folder, sources, state)  # before anything is written (space.py: SIGBUS)
-    store.ensure_collection(collection)
-    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings))
+    store.ensure_collection(collection, record.dimension)
+    model_key = MODEL_NAME if record.source == "minilm" else f"{record.spec}|{record.query_prefix}|{record.document_prefix}"
+    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings, model_key))
     existing = {r.id for refs in state.values() for r in refs}
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
-    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=WRITE_BATCH, ahead=PIPELINE_AHEAD,
+    # an endpoint gets a batch big enough for all its requests in flight at once (openai_embed.py)
+    batch = getattr(encoder, "ingest_batch", WRITE_BATCH)
+    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=batch, ahead=PIPELINE_AHEAD,
                      on_written=on_written, on_chunks=chunk_progress)
     writer.space_folder = folder
     try:
@@ -369,11 +376,11 @@ def ingest(
     if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
         if progress:
             progress(total, total, f"embedding {len(run.headings)} section headings")
-        store.headings.ensure(run.headings, encoder.encode_uncached)  # storage/headings.py
+        store.headings.for_model(record).ensure(run.headings, encoder.encode_uncached)  # storage/headings.py, per model
     _prune(run, store, collection, prune)
     if progress:
         progress(total, total, "")
-    return _finish(run, store, collection, root, settings, writer, t0)
+    return _finish(run, store, collection, root, settings, writer, t0, encoder.record())
 
 
 def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple[list[Chunk], list[str]]:
@@ -448,7 +455,8 @@ def _prune(run: _Run, store: Store, collection: str, prune: bool) -> None:
 
 
 def _finish(
-    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: _Writer, t0: float
+    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: _Writer, t0: float,
+    record: ModelRecord,
 ) -> IngestReport:
     version = corpus_version(run.hashes)
     built_at = utc_now()
@@ -462,6 +470,7 @@ def _finish(
             "root": root,
             "documents": len(run.hashes),
             "settings": {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap},
+            "embedding": record.as_meta(), "embedding_model": record.name,  # questions embed with this model
         },
     )
     return IngestReport(

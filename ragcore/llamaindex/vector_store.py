@@ -50,7 +50,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from ragcore.settings.config import RagcoreSettings
-from ragcore.encoders.minilm import DIMENSION
+from ragcore.storage.snapshot import width_of
 from ragcore.llamaindex.nodes import candidate_to_node, chunk_from_node
 from ragcore.retrieval.fusion import rank_pool, rank_score_kind
 from ragcore.retrieval.pools import local_pool
@@ -127,13 +127,14 @@ class SnapshotVectorStore(BasePydanticVectorStore):
                                       ids=[n.node_id for n in nodes])
 
     def _dense(self, query: VectorStoreQuery, mode: str) -> np.ndarray:
+        dim = width_of(self._store.read_meta(self._collection))  # the collection's model's width
         if mode == "sparse":
-            return np.zeros(DIMENSION, dtype=np.float32)
+            return np.zeros(dim, dtype=np.float32)
         if query.query_embedding is None:
             raise ValueError("a default or hybrid query needs query_embedding (set an embed_model on the index)")
         v = np.asarray(query.query_embedding, dtype=np.float32)
-        if v.shape != (DIMENSION,):
-            raise ValueError(f"query_embedding has {v.size} dimensions; this collection's vectors have {DIMENSION}")
+        if v.shape != (dim,):
+            raise ValueError(f"query_embedding has {v.size} dimensions; this collection's vectors have {dim}")
         return v / (np.linalg.norm(v) or 1.0)  # cosine, as the collection's vectors are normalised
 
     def _sparse(self, query: VectorStoreQuery, mode: str) -> SparseVec:
@@ -151,10 +152,10 @@ class SnapshotVectorStore(BasePydanticVectorStore):
         if missing:
             raise ValueError(f"{len(missing)} node(s) have no embedding (first: {missing[0]}): embed them before add()")
         chunks = [_chunk_of(n) for n in nodes]
-        dense = np.asarray([n.embedding for n in nodes], dtype=np.float32).reshape(len(nodes), DIMENSION)
+        dense = np.asarray([n.embedding for n in nodes], dtype=np.float32).reshape(len(nodes), -1)
         dense /= np.clip(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12, None)
         with self._store.session():
-            self._store.ensure_collection(self._collection)
+            self._store.ensure_collection(self._collection, dense.shape[1])
             self._store.write_chunks(self._collection, chunks, dense, dict(Counter(c.path for c in chunks)))
         return [point_id(c.chunk_id) for c in chunks]
 

@@ -1,4 +1,4 @@
-"""The cuts' rules — threshold on cosine, per-section dedupe, top-K — over plain items.
+"""The cuts' rules — threshold on cosine, per-section dedupe, per-document cap, top-K — over plain items.
 
 Each rule is written once, here, without LlamaIndex: :func:`apply_cuts` runs them over ragcore's
 candidates on the question and lab paths (no node objects, and no ``llama_index`` import: a
@@ -7,7 +7,15 @@ same rules over LlamaIndex nodes.
 
 The threshold always applies to the cosine similarity between question and chunk, whatever
 the retrieval mode: it is the one score on a fixed, readable scale (fused RRF scores such as
-0.016 are not).
+0.016 are not). When a reranker ran (retrieval/rerank.py), ``rerank_threshold`` also cuts the
+chunks whose rerank score is below it (reason "threshold" too).
+
+The per-document cap (``per_doc``; settings.evidence_per_doc, off by default) keeps the evidence
+spanning the corpus: documents are ranked first (documents.py), so without it the top-K can be six
+chunks of one long page while the page that answers ranks second. At most ``per_doc`` chunks of one document are kept, unless that
+document clearly holds the answer: it holds the passage ranking's best ``DOMINANT_TOP`` chunks
+(ranked as passages, before documents were ranked). A chunk over the cap is cut with the reason
+``per_doc`` and the next document's chunks take its place, so the lab shows why it left.
 """
 
 from __future__ import annotations
@@ -25,10 +33,20 @@ class CutItem:
 
     cosine: float | None
     section_key: Hashable
+    doc: str | None = None  # the document (path), for the per-document cap
+    chunk_rank: int | None = None  # rank among passages before documents were ranked
+    rerank: float | None = None  # the reranker's score, when a reranker ran (retrieval/rerank.py)
+
+
+# a document whose chunks hold the passage ranking's first DOMINANT_TOP places clearly holds the
+# answer: its chunks are not capped (one page that says it all should not give way to weaker pages)
+DOMINANT_TOP = 3
+EVIDENCE_PER_DOC = 0  # settings.evidence_per_doc's default (a test keeps them equal): Engine.recut's default cap
 
 
 def item_of_candidate(c: Candidate) -> CutItem:
-    return CutItem(c.dense_score, (c.chunk.path, c.chunk.section, c.chunk.page))
+    return CutItem(c.dense_score, (c.chunk.path, c.chunk.section, c.chunk.page), c.chunk.path, c.chunk_rank,
+                   c.rerank_score)
 
 
 class CutRule(Protocol):
@@ -44,6 +62,13 @@ def keep_above(items: Sequence[CutItem], threshold: float) -> list[bool]:
     return [it.cosine is None or it.cosine >= threshold for it in items]
 
 
+def keep_reranked_above(items: Sequence[CutItem], threshold: float) -> list[bool]:
+    """Rerank score at or above ``threshold`` (≤ 0: off; not reranked: kept, it cannot be judged)."""
+    if threshold <= 0:
+        return [True] * len(items)
+    return [it.rerank is None or it.rerank >= threshold for it in items]
+
+
 def keep_first_of_section(items: Sequence[CutItem]) -> list[bool]:
     """The first (best-ranked) item of each section; the others are duplicates."""
     seen: set[Hashable] = set()
@@ -51,6 +76,28 @@ def keep_first_of_section(items: Sequence[CutItem]) -> list[bool]:
     for it in items:
         flags.append(it.section_key not in seen)
         seen.add(it.section_key)
+    return flags
+
+
+def dominant_document(items: Sequence[CutItem]) -> str | None:
+    """The document holding the passage ranking's first ``DOMINANT_TOP`` places, if one does."""
+    ranked = sorted((it for it in items if it.chunk_rank is not None), key=lambda it: it.chunk_rank)
+    top = {it.doc for it in ranked[:DOMINANT_TOP]}
+    return top.pop() if len(ranked) >= DOMINANT_TOP and len(top) == 1 else None
+
+
+def keep_per_document(items: Sequence[CutItem], per_doc: int) -> list[bool]:
+    """At most ``per_doc`` items of each document, in order (≤ 0: off); the dominant document's
+    items are all kept (see the module docstring)."""
+    if per_doc <= 0:
+        return [True] * len(items)
+    dominant = dominant_document(items)
+    count: dict[str | None, int] = {}
+    flags = []
+    for it in items:
+        n = count.get(it.doc, 0)
+        flags.append(it.doc is None or it.doc == dominant or n < per_doc)
+        count[it.doc] = n + 1
     return flags
 
 
@@ -66,23 +113,28 @@ class Rule:
     keep: Callable[[Sequence[CutItem]], list[bool]]
 
 
-def rule_chain(*, top_k: int, threshold: float, dedupe: bool) -> list[CutRule]:
+def rule_chain(*, top_k: int, threshold: float, dedupe: bool, per_doc: int = 0,
+               rerank_threshold: float = 0.0) -> list[CutRule]:
     """The cuts' rules in the order they apply."""
     return [
         Rule("threshold", partial(keep_above, threshold=threshold)),
+        *([Rule("threshold", partial(keep_reranked_above, threshold=rerank_threshold))] if rerank_threshold > 0 else []),
         *([Rule("dedupe", keep_first_of_section)] if dedupe else []),
+        *([Rule("per_doc", partial(keep_per_document, per_doc=per_doc))] if per_doc > 0 else []),
         Rule("top_k", partial(keep_top, top_k=top_k)),
     ]
 
 
-def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool) -> tuple[Candidate, ...]:
+def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool,
+               per_doc: int = 0, rerank_threshold: float = 0.0) -> tuple[Candidate, ...]:
     """Every candidate in rank order, marked kept or cut with the reason: the same rules the
     post-processors apply to nodes. Pure: same pool, new settings, new cuts."""
     ordered = sorted(candidates, key=lambda c: c.rank)
     remaining = list(range(len(ordered)))
     items = [item_of_candidate(c) for c in ordered]
     reasons: dict[int, DropReason] = {}
-    for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe):
+    for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe, per_doc=per_doc,
+                          rerank_threshold=rerank_threshold):
         flags = cut.keep([items[i] for i in remaining])
         reasons.update({i: cut.reason for i, k in zip(remaining, flags) if not k})
         remaining = [i for i, k in zip(remaining, flags) if k]

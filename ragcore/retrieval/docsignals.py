@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -73,9 +73,10 @@ class DocSignalSource:
     """Builds and caches each collection's profiles and names (one per HybridSearch), each only
     when a signal needs it: names cost a scan of the chunks, profiles the title vectors."""
 
-    def __init__(self, store: Store, encoder: OnnxMiniLM) -> None:
+    def __init__(self, store: Store, encoder: OnnxMiniLM, encoder_for: Callable[[str], Any] | None = None) -> None:
         self.store = store
         self.encoder = encoder
+        self.encoder_for = encoder_for or (lambda _name: encoder)  # titles are compared in the collection's model
         self._names: dict[str, tuple[SearchIndex, NameIndex]] = {}
         self._profiles: dict[str, tuple[SearchIndex, DocumentProfiles]] = {}
         self._titles: dict[str, tuple[SearchIndex, dict[str, np.ndarray]]] = {}
@@ -122,11 +123,12 @@ class DocSignalSource:
         Without a snapshot, from the shared heading store."""
         snap = self.store.snapshot(collection)
         if snap is None:
-            return self.store.headings.ensure(texts, self.encoder.encode_uncached, save=False)
+            enc = self.encoder_for(collection)  # titles are compared in the collection's own model
+            return self.store.headings.for_model(enc.record()).ensure(texts, enc.encode_uncached, save=False)
         have = {t: snap.headings[t] for t in texts if t in snap.headings}
         missing = [t for t in texts if t not in have]
         if missing:
-            have.update(zip(missing, self.encoder.encode(missing)))
+            have.update(zip(missing, self.encoder_for(collection).encode(missing)))
         return have
 
     def signals(

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any, Callable
 from dataclasses import replace
 
 import numpy as np
 
 from ragcore.settings.config import RagcoreSettings
+from ragcore.encoders.base import DenseEncoder
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.storage.search_index import SearchIndex
 from ragcore.encoders.sparse import Bm25Encoder
@@ -30,19 +32,41 @@ from ragcore.retrieval.expansion import expanded_query, expansion_terms
 from ragcore.retrieval.fields import FieldIndex
 from ragcore.retrieval.fusion import PoolEntry, feedback, rank_pool, rank_score_kind
 from ragcore.retrieval.pools import local_pool, server_pool
+from ragcore.retrieval.rerank import Rerankers, rerank_result
+from ragcore.settings.models import parse_embed
+
+
+def model_note(encoder: Any, settings: RagcoreSettings) -> str | None:
+    """What to say when the collection's own model is not the one ``RAGCORE_EMBED_MODEL`` names
+    (that setting chooses the model of new collections; a collection is always asked with its own)."""
+    own = getattr(encoder, "spec", "minilm") or "minilm"
+    if not settings.embed_model:
+        return None
+    try:
+        same = str(parse_embed(own)) == str(parse_embed(settings.embed_model))
+    except ValueError:
+        same = False
+    if same:
+        return None
+    return (f"the question was embedded with this collection's own model, {own}; RAGCORE_EMBED_MODEL="
+            f"{settings.embed_model} applies to collections built from now on")
 
 
 class HybridSearch:
     """One per Engine: searches any collection of ``store`` (embedded index or Qdrant server)."""
 
-    def __init__(self, store: Store, encoder: OnnxMiniLM, bm25: Bm25Encoder | None = None) -> None:
+    def __init__(self, store: Store, encoder: OnnxMiniLM, bm25: Bm25Encoder | None = None,
+                 encoder_for: Callable[[str], DenseEncoder] | None = None) -> None:
         self.store = store
         self.encoder = encoder
+        # each collection's own embedding model (the Engine's EncoderPool); without it, ``encoder`` for all
+        self.encoder_for: Callable[[str], DenseEncoder] = encoder_for or (lambda _name: encoder)
         self.bm25 = bm25 or Bm25Encoder()
         self._indexes: dict[str, tuple[str, SearchIndex]] = {}
         self._fields: dict[str, tuple[SearchIndex, FieldIndex]] = {}
         self._lock = threading.Lock()
-        self._doc_signals = DocSignalSource(store, encoder)
+        self._doc_signals = DocSignalSource(store, encoder, self.encoder_for)
+        self.rerankers = Rerankers()  # the Engine gives it the chat model (RAGCORE_RERANK=llm)
 
     # ------------------------------------------------------------------ in-process index (embedded store)
 
@@ -79,7 +103,7 @@ class HybridSearch:
 
     def entries(self, collection: str, query: str, settings: RagcoreSettings) -> list[PoolEntry]:
         """The unranked pool: the best ``settings.candidates`` of each branch."""
-        return self._entries(collection, query, self.encoder.encode([query])[0], settings)[0]
+        return self._entries(collection, query, self.encoder_for(collection).encode_queries([query])[0], settings)[0]
 
     def _entries(self, collection: str, query: str, q_dense: np.ndarray,
                  settings: RagcoreSettings) -> tuple[list[PoolEntry], Expansion]:
@@ -98,7 +122,7 @@ class HybridSearch:
     def pool(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
         """The ranked pool, nothing cut yet."""
         t0 = time.perf_counter()
-        q_dense = self.encoder.encode([query])[0]  # timed apart: the model, not the search
+        q_dense = self.encoder_for(collection).encode_queries([query])[0]  # timed apart: the model, not the search
         t1 = time.perf_counter()
         entries, terms = self._entries(collection, query, q_dense, settings)
         t2 = time.perf_counter()
@@ -119,10 +143,17 @@ class HybridSearch:
         )
 
     def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
-        """The ranked pool for ``query``, cut per ``settings`` (threshold, dedupe, top-K)."""
+        """The ranked pool for ``query``, reranked when a reranker is set, cut per ``settings``
+        (threshold, dedupe, top-K)."""
         result = self.pool(collection, query, settings)
+        note = model_note(self.encoder_for(collection), settings)
+        if note:
+            result = replace(result, notes=result.notes + (note,))
+        result = rerank_result(result, self.rerankers.get(settings), top_n=settings.rerank_candidates,
+                               timeout_s=settings.rerank_timeout_s)
         t = time.perf_counter()
-        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe)
+        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
+                         per_doc=settings.evidence_per_doc, rerank_threshold=settings.rerank_threshold)
         latency = dict(result.latency_ms)
         latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
         return replace(result, candidates=cut, latency_ms=latency)

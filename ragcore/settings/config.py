@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from ragcore.safety.redact import redact_url
+from ragcore.settings.models import spec_problem
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "weighted"]
@@ -32,6 +33,15 @@ from ragcore.settings.rules import (  # noqa: F401  (re-exported: the settings' 
     ENV_PREFIX, LLM_ENV_PREFIX, OTHER_VARIABLES, RENAMED_VARIABLES, ConfigError,
     _check_fields, _choice, _rules, _setting, check_value, default_data_dir,
 )
+
+# `ragcore serve`'s variables, read by ragcore/settings/service.py (ServiceSettings; a test keeps
+# this list equal to its fields): named here so that the unknown-variable check lets them through
+SERVICE_VARIABLES = frozenset({
+    "RAGCORE_API_KEYS", "RAGCORE_SERVE_HOST", "RAGCORE_SERVE_PORT", "RAGCORE_SERVE_WORKERS",
+    "RAGCORE_SERVE_MAX_BODY_BYTES", "RAGCORE_SERVE_MAX_UPLOAD_BYTES", "RAGCORE_SERVE_DEADLINE_S",
+    "RAGCORE_SERVE_MAX_CONCURRENT", "RAGCORE_SERVE_MAX_QUEUED", "RAGCORE_SERVE_RETRY_AFTER_S",
+    "RAGCORE_SERVE_CORS_ORIGINS", "RAGCORE_SERVE_MAX_JOBS",
+})
 
 
 @dataclass(frozen=True, repr=False)
@@ -95,6 +105,25 @@ class RagcoreSettings:
     max_chunk_chars: int = _setting(4000, "int", ge=1)  # hard cap on one chunk's text, whatever the file's shape
     max_file_chunks: int = _setting(5000, "int", ge=1)  # a file that needs more is reported as too large
 
+    # models (settings/models.py; docs/19-choosing-models.md): the embedding model of new collections
+    # (a collection keeps the one it was built with), its endpoint, and the optional reranker
+    # minilm | openai:<model> | onnx:<folder> | fastembed:<name>; not set: minilm for a new collection, and an
+    # existing one is updated with its own model (set: another model than the collection's is refused)
+    embed_model: str | None = _setting(None, "str", optional=True)
+    embed_base_url: str | None = _setting(None, "url", optional=True)  # else OPENAI_BASE_URL
+    embed_api_key: str | None = _setting(None, "str", optional=True, secret=True)  # else OPENAI_API_KEY
+    embed_query_prefix: str | None = _setting(None, "str", optional=True)  # else the model folder's own
+    embed_document_prefix: str | None = _setting(None, "str", optional=True)
+    embed_timeout_s: float = _setting(60.0, "float", gt=0.0)
+    embed_concurrency: int = _setting(4, "int", ge=1, le=64)  # requests in flight
+    embed_request_size: int = _setting(64, "int", ge=1, le=2048)  # texts per request
+    rerank: str | None = _setting(None, "str", optional=True)  # endpoint:<model> | onnx:<folder> | llm (off)
+    rerank_base_url: str | None = _setting(None, "url", optional=True)  # else the embedding endpoint's
+    rerank_api_key: str | None = _setting(None, "str", optional=True, secret=True)
+    rerank_candidates: int = _setting(30, "int", ge=1, le=500)  # best of the fused pool that are rescored
+    rerank_timeout_s: float = _setting(10.0, "float", gt=0.0)  # then: the fused order, with a note
+    rerank_threshold: float = _setting(0.0, "float", ge=0.0, le=1.0)  # cut reranked chunks scoring below (0: off)
+
     # retrieval
     retrieval_mode: RetrievalMode = _choice("hybrid", RetrievalMode)
     top_k: int = _setting(6, "int", ge=1)
@@ -116,6 +145,10 @@ class RagcoreSettings:
     doc_decay: float = _setting(1.0, "float", ge=0.0, le=1.0)
     # at most this many chunks of one document before every other document's best chunks (0: off)
     per_doc: int = _setting(0, "int", ge=0)
+    # the evidence keeps at most this many chunks of one document unless it clearly holds the answer
+    # (retrieval/cutrules.py; cut reason "per_doc"; 0: off; off by default: 2 raised the evidence's
+    # document recall on three sets but lowered citation precision on git-docs-qa, issue28-trust.md)
+    evidence_per_doc: int = _setting(0, "int", ge=0)
     # Pseudo-relevance feedback (retrieval/expansion.py): terms taken from the best prf_docs chunks of
     # a first pass and added to the BM25 query with weight prf_weight (prf_terms 0: off; off by
     # default: it helped on git-docs-qa, not on django-docs-qa)
@@ -146,6 +179,10 @@ class RagcoreSettings:
     answer_docs: int = _setting(1, "int", ge=0)
     # abstain in corpus mode when the question names a rare word no chunk contains (answerability.py)
     abstain_unseen_words: bool = _setting(True, "bool")
+    # a named subject (name, quoted term, identifier, version) no chunk mentions: abstain near the bar,
+    # answer with a hedge naming it above (abstain/coverage.py)
+    abstain_uncovered: bool = _setting(True, "bool")
+    uncovered_margin: float = _setting(0.0, "float", ge=0.0, le=1.0)  # abstain on one within bar + this
     conversation_turns: int = _setting(0, "int", ge=0)
     boundary_rules: tuple[str, ...] = _setting((), "strs")
 
@@ -155,7 +192,8 @@ class RagcoreSettings:
         _check_fields(self)
         if not isinstance(self.llm, LlmSettings):
             raise ConfigError(f"llm={type(self.llm).__name__} is not allowed: llm must be an LlmSettings")
-        problem = chunk_problem(self.chunk_size, self.chunk_overlap, {})
+        problem = chunk_problem(self.chunk_size, self.chunk_overlap, {}) or \
+            spec_problem("embed_model", self.embed_model) or spec_problem("rerank", self.rerank)
         if problem:
             raise ConfigError(problem)
 
@@ -192,9 +230,9 @@ class RagcoreSettings:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "qdrant_api_key":
+            if f.name in ("qdrant_api_key", "embed_api_key", "rerank_api_key"):
                 v = "set" if v else None
-            elif f.name == "qdrant_url":
+            elif f.name in ("qdrant_url", "embed_base_url", "rerank_base_url"):
                 v = redact_url(v)
             elif f.name == "llm":
                 v = v.public_dict()
@@ -226,6 +264,9 @@ class RagcoreSettings:
             problems.append(str(exc))
         if problems:  # every bad variable at once, not one per attempt
             raise ConfigError("; ".join(problems))
+        for name, var in (("embed_api_key", "OPENAI_API_KEY"), ("embed_base_url", "OPENAI_BASE_URL")):
+            if name not in values and env.get(var):  # the embedding endpoint falls back to OpenAI's variables
+                values[name] = check_value(name, _rules(cls)[name], env[var], var)
         _no_unknown(cls, overrides)
         for name, value in overrides.items():
             values[name] = check_value(name, _rules(cls)[name], value)
@@ -296,7 +337,7 @@ def known_variables() -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads."""
     names = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)}
     names |= {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    return frozenset(names | OTHER_VARIABLES)
+    return frozenset(names | OTHER_VARIABLES | SERVICE_VARIABLES)
 
 
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:

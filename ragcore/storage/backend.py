@@ -50,8 +50,9 @@ class StoreBackend(Protocol):
 
     def create_collection(self, client: Any, name: str, **config: Any) -> None: ...
 
-    def create_chunk_collection(self, client: Any, name: str) -> None:
-        """Named vectors ``dense`` (cosine) and ``sparse`` (BM25, IDF modifier), plus what the engine needs."""
+    def create_chunk_collection(self, client: Any, name: str, dimension: int = 384) -> None:
+        """Named vectors ``dense`` (cosine, ``dimension`` wide: the collection's model's) and ``sparse``
+        (BM25, IDF modifier), plus what the engine needs."""
 
     def write_nodes(self, client: Any, name: str, nodes: Sequence[Any], bm25: Any) -> None:
         """Upsert LlamaIndex nodes (with embeddings) with the payload ``QdrantVectorStore`` writes."""

@@ -69,10 +69,10 @@ class EdgeBackend:
     def create_collection(self, client: EdgeClient, name: str, **config: Any) -> None:
         client.create_collection(name, **config)
 
-    def create_chunk_collection(self, client: EdgeClient, name: str) -> None:
+    def create_chunk_collection(self, client: EdgeClient, name: str, dimension: int = DIMENSION) -> None:
         qm = qdrant_models()
         client.create_collection(
-            name, vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
+            name, vectors_config={DENSE: qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)},
             sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
         )
 

@@ -82,10 +82,10 @@ class QdrantBackend:
         client.create_collection(name, **config)
         use_write_ahead_log(client)
 
-    def create_chunk_collection(self, client: Any, name: str) -> None:
+    def create_chunk_collection(self, client: Any, name: str, dimension: int = DIMENSION) -> None:
         qm = qdrant_models()
         self.create_collection(
-            client, name, vectors_config={DENSE: qm.VectorParams(size=DIMENSION, distance=qm.Distance.COSINE)},
+            client, name, vectors_config={DENSE: qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)},
             sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
         )
         if self.kind == "server":  # payload indexes only matter (and only exist) on a server

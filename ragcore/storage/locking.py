@@ -58,5 +58,6 @@ def busy_message(path: Path) -> str:
     return (
         f"The embedded Qdrant folder {path} is in use by another process (an ingest or another write; one "
         f"process at a time, waited {LOCK_WAIT_S:.0f} s). Try again when it is done, or share one store between "
-        "processes with a Qdrant server: set RAGCORE_QDRANT_URL (see README, 'Where data lives')."
+        "processes with a Qdrant server: set RAGCORE_QDRANT_URL (see docs/15-troubleshooting-and-faq.md, 'The Qdrant "
+        "folder is locked by another process')."
     )

@@ -21,15 +21,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragcore.encoders.base import ModelRecord
 from ragcore.storage.headings import Embed, HeadingStore, heading_texts
 from ragcore.storage.local_storage import collection_stamp
 from ragcore.storage.reads import PointReader
 from ragcore.storage.snapshot import Manifest, SnapshotData, SnapshotError, SnapshotFiles, Stamp, sparse_columns
 
 
+def model_record(meta: Any) -> ModelRecord | None:
+    """The embedding model a collection's metadata records (None: the bundled MiniLM, from before records)."""
+    raw = (meta or {}).get("embedding")
+    return ModelRecord.from_meta(raw) if isinstance(raw, dict) and raw.get("source") else None
+
+
 class Publisher:
     def __init__(self, files: SnapshotFiles, conn: Any, reader: PointReader, headings: HeadingStore,
-                 embed_headings: Embed | None, dirty: set[str]) -> None:
+                 embed_headings: Embed | None, dirty: set[str], embed_for_model: Any = None) -> None:
         self.files = files
         self._conn = conn
         self._reader = reader
@@ -37,6 +44,9 @@ class Publisher:
         # embeds heading and title texts a snapshot would otherwise lack (a collection written before
         # titles were embedded, or copied point by point): once, at publish, instead of on every question
         self._embed = embed_headings
+        # a collection built with another model (its metadata's "embedding" record) embeds its headings with
+        # that model, into that model's heading store: record -> Embed
+        self._embed_for_model = embed_for_model
         self.dirty = dirty  # collections whose points changed since their last snapshot (the writer adds)
 
     # ------------------------------------------------------------------ reads (never publish)
@@ -91,10 +101,11 @@ class Publisher:
         meta = self._reader.meta(name) if meta is None else meta
         # every heading text of the collection (topics.heading_of picks among them) with a vector
         texts = heading_texts(data.chunks)
-        if self._embed is not None:
-            headings = self._headings.ensure(texts, self._embed)
-        else:
-            headings = self._headings.get(sorted(texts))
+        record = model_record(meta)
+        store, embed = self._headings.for_model(record), self._embed
+        if record is not None and record.source != "minilm":
+            embed = self._embed_for_model(record) if self._embed_for_model is not None else None
+        headings = store.ensure(texts, embed) if embed is not None else store.get(sorted(texts))
         client = self._conn.client
         self._conn.backend.settle(client, name)
         stamp = self.stamp(name)

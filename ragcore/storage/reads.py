@@ -97,8 +97,10 @@ class PointReader:
             for batch in self.scroll_batches(name, with_payload=True, with_vectors=True):
                 if not batch:  # an empty collection scrolls one empty batch
                     continue
+                if not len(chunks) and len(batch[0].vector[DENSE]) != mat.shape[1]:  # the model's own width
+                    mat = np.empty((len(mat), len(batch[0].vector[DENSE])), np.float32)
                 if len(chunks) + len(batch) > len(mat):  # points written since the count (not inside a write)
-                    mat = np.concatenate([mat, np.empty((len(chunks) + len(batch) - len(mat), DIMENSION), np.float32)])
+                    mat = np.concatenate([mat, np.empty((len(chunks) + len(batch) - len(mat), mat.shape[1]), np.float32)])
                 mat[len(chunks) : len(chunks) + len(batch)] = [p.vector[DENSE] for p in batch]
                 t: list[int] = []
                 w: list[float] = []

@@ -76,8 +76,8 @@ def qdrant_models() -> Any:
     return models
 
 
-def heading_id(text: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragcore-heading:{MODEL_NAME}:{text}"))
+def heading_id(text: str, model: str = MODEL_NAME) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragcore-heading:{model}:{text}"))
 
 
 def meta_id(name: str) -> str:

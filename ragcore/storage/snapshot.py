@@ -46,7 +46,7 @@ from ragcore.types import Chunk
 
 FORMAT = 3  # 3: topics.json and doc_hashes.json; 2: chunks read per row, persisted columns
 MANIFEST = "manifest.json"
-DIMENSION = 384  # the dense vectors' width (embeddings.DIMENSION; not imported: that module loads onnxruntime)
+DIMENSION = 384  # the bundled MiniLM's width; a collection built with another model records its own (width_of)
 FULL_CHECK_MAX = 5_000_000  # postings: up to this many, every row index is checked on open (O(1) reads above)
 
 
@@ -284,7 +284,8 @@ def _safe(text: Any) -> str:
 
 def _write_data(d: Path, chunks: Sequence[Chunk], dense: np.ndarray, sparse: SparseColumns,
                 headings: Mapping[str, np.ndarray]) -> None:
-    np.save(d / "dense.npy", np.ascontiguousarray(dense, dtype=np.float32).reshape(len(chunks), DIMENSION))
+    dim = dense.shape[1] if getattr(dense, "ndim", 1) == 2 else DIMENSION
+    np.save(d / "dense.npy", np.ascontiguousarray(dense, dtype=np.float32).reshape(len(chunks), dim))
     write_codes(d, np.load(d / "dense.npy", mmap_mode="r"))
     np.save(d / "sparse_terms.npy", sparse.terms.astype(np.int64))
     np.save(d / "sparse_indptr.npy", sparse.indptr.astype(np.int64))
@@ -297,7 +298,7 @@ def _write_data(d: Path, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Spa
     (d / "doc_hashes.json").write_text(json.dumps({c.path: c.doc_hash for c in chunks}, ensure_ascii=False), "utf-8")
     texts = sorted(headings)
     (d / "headings.json").write_text(json.dumps(texts, ensure_ascii=False), "utf-8")
-    vecs = np.stack([headings[t] for t in texts]) if texts else np.zeros((0, DIMENSION), np.float32)
+    vecs = np.stack([headings[t] for t in texts]) if texts else np.zeros((0, dim), np.float32)
     np.save(d / "headings.npy", vecs.astype(np.float32))
 
 
@@ -320,12 +321,18 @@ def _read_manifest(path: Path, name: str) -> Manifest | None:
         return None  # damaged: as if there were none
 
 
+def width_of(meta: Mapping[str, Any]) -> int:
+    """The dense width a collection's metadata records (its embedding model's), else MiniLM's."""
+    rec = meta.get("embedding")
+    return int(rec.get("dimension") or DIMENSION) if isinstance(rec, Mapping) else DIMENSION
+
+
 def _read_data(d: Path, m: Manifest) -> SnapshotData:
-    n = m.chunks
+    n, dim = m.chunks, width_of(m.meta)
     try:
         chunks = ChunkTable(d, n)
         dense = np.asarray(np.load(d / "dense.npy", mmap_mode="r", allow_pickle=False))
-        codes = read_codes(d, n, DIMENSION)
+        codes = read_codes(d, n, dim)
         terms = np.load(d / "sparse_terms.npy", allow_pickle=False)
         indptr = np.load(d / "sparse_indptr.npy", allow_pickle=False)
         rows = np.asarray(np.load(d / "sparse_rows.npy", mmap_mode="r", allow_pickle=False))
@@ -336,9 +343,9 @@ def _read_data(d: Path, m: Manifest) -> SnapshotData:
         raise SnapshotError(str(exc)) from exc
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise SnapshotError(f"{d}: {type(exc).__name__}: {exc}") from exc
-    if dense.shape != (n, DIMENSION) or dense.dtype != np.float32 or len(indptr) != len(terms) + 1 \
+    if dense.shape != (n, dim) or dense.dtype != np.float32 or len(indptr) != len(terms) + 1 \
             or len(rows) != len(values) or int(indptr[0]) != 0 or int(indptr[-1]) != len(rows) \
-            or hvecs.shape != (len(texts), DIMENSION) or bool(np.any(np.diff(terms) <= 0)) \
+            or hvecs.shape != (len(texts), dim) or bool(np.any(np.diff(terms) <= 0)) \
             or bool(np.any(np.diff(indptr) < 0)) or (0 < len(rows) <= FULL_CHECK_MAX and int(rows.max()) >= n):
         raise SnapshotError(f"{d}: the files do not agree with each other or with the manifest")
     # above FULL_CHECK_MAX postings a bad row index is caught by numpy's bounds check when a query reads it

@@ -42,12 +42,13 @@ from ragcore.storage.schema import (  # noqa: F401 (re-exported: the names calle
     chunk_context, embed_text, point_id, utc_now,
 )
 from ragcore.storage.sections import SectionRef, section_ref
-from ragcore.storage.snapshot import SnapshotData, SnapshotFiles
+from ragcore.storage.snapshot import DIMENSION, SnapshotData, SnapshotFiles
 from ragcore.storage.writes import PointWriter
 from ragcore.types import Chunk, CollectionInfo
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
+
 
 class Store:
     """The Qdrant collections of one data folder, and their query snapshots (snapshot.py).
@@ -63,6 +64,7 @@ class Store:
     def __init__(
         self, settings: RagcoreSettings, client: QdrantClient | None = None,
         embed_headings: Callable[[Sequence[str]], np.ndarray] | None = None,
+        embed_for_model: Callable[[Any], Callable[[Sequence[str]], np.ndarray]] | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend_for(settings, client)
@@ -74,7 +76,7 @@ class Store:
         self.headings = HeadingStore(self._conn, self.backend)
         self._dirty: set[str] = set()  # collections written since their last snapshot
         self._publisher = Publisher(self.snapshots, self._conn, self._reader, self.headings, embed_headings,
-                                    self._dirty) if self.snapshots is not None else None
+                                    self._dirty, embed_for_model) if self.snapshots is not None else None
         self._writer = PointWriter(self._conn, Bm25Encoder(), self._dirty, self._publisher)
 
     # ------------------------------------------------------------------ connection
@@ -182,8 +184,9 @@ class Store:
             names = self._reader.names()
         return sorted(n for n in names if not n.startswith(RESERVED_PREFIX))
 
-    def ensure_collection(self, name: str) -> None:
-        self._writer.ensure_collection(name)
+    def ensure_collection(self, name: str, dimension: int = DIMENSION) -> None:
+        """Create the collection's schema (if new) with dense vectors ``dimension`` wide (its model's)."""
+        self._writer.ensure_collection(name, dimension)
 
     def vector_store(self, name: str):
         """LlamaIndex's ``QdrantVectorStore`` over this collection (hybrid, our BM25), on a server or in

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ragcore.encoders.minilm import MODEL_NAME
+from ragcore.encoders.minilm import DIMENSION, MODEL_NAME
 from ragcore.storage.schema import META_COLLECTION, check_collection_name, chunk_context, meta_id, point_id, qdrant_models
 from ragcore.types import Chunk
 
@@ -24,12 +24,12 @@ class PointWriter:
     def _backend(self) -> Any:
         return self._conn.backend
 
-    def ensure_collection(self, name: str) -> None:
+    def ensure_collection(self, name: str, dimension: int = DIMENSION) -> None:
         check_collection_name(name)
         with self._conn.session() as client:
             if client.collection_exists(name):
                 return
-            self._backend.create_chunk_collection(client, name)
+            self._backend.create_chunk_collection(client, name, dimension)
             self._dirty.add(name)
 
     def write_chunks(self, name: str, chunks: Sequence[Chunk], dense: np.ndarray, doc_chunks: Mapping[str, int],
@@ -94,7 +94,8 @@ class PointWriter:
             if not client.collection_exists(META_COLLECTION):
                 self._backend.create_collection(client, META_COLLECTION,
                                                 vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT))
-            payload = {**stored, "name": name, "embedding_model": MODEL_NAME, **meta}
+            # a collection from before models were recorded was built with the bundled MiniLM
+            payload = {"embedding_model": MODEL_NAME, **stored, "name": name, **meta}
             client.upsert(META_COLLECTION, [qm.PointStruct(id=meta_id(name), vector=[1.0], payload=payload)], wait=True)
             if self._publisher is not None:
                 self._publisher.after_meta_write(name, payload)

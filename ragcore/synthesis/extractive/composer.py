@@ -46,8 +46,10 @@ from ragcore.citations.markers import markers_in
 from ragcore.textutil import Span, content_terms, normalize_ws, sentence_spans
 from ragcore.types import Chunk, Evidence
 from ragcore.synthesis.base import Synthesis, SynthesisJob, word_pieces
+from ragcore.abstain.selection_support import SelectionFit, selection_fit
+from ragcore.synthesis.extractive import answers
 from ragcore.synthesis.extractive.context import Antecedents
-from ragcore.synthesis.extractive.rules import adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
+from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
 from ragcore.synthesis.extractive.units import Block, Picked, Unit, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
@@ -70,6 +72,7 @@ class ExtractiveResult:
     best_score: float
     picked: tuple[Picked, ...]
     best_selection: float | None = None  # best score among sentences of the selection, if any
+    selection_fit: SelectionFit | None = None  # is the question about the selection? (selection_support.py)
 
 
 def _usable(unit: Unit) -> bool:
@@ -87,14 +90,16 @@ def _usable(unit: Unit) -> bool:
     return True
 
 
-def candidates(evidence: Sequence[Evidence]) -> list[tuple[Evidence, Unit]]:
+def candidates(evidence: Sequence[Evidence], intent: Intent | None = None, default_q: bool = False) -> list[tuple[Evidence, Unit]]:
     """Every quotable unit of the evidence, in evidence order. A sentence that opens on a plain
     lowercase word that names nothing here is the rest of a sentence begun before it (in a
-    block the text lost, or across a chunk boundary): quoted, it reads as a fragment."""
+    block the text lost, or across a chunk boundary): quoted, it reads as a fragment. With the
+    question's ``intent``, the commands and default entries that answer it too (``answers.py``)."""
     out = []
     for e in evidence:
         names = source_names(e.chunk)
-        out += [(e, u) for u in units_of(e.chunk) if _usable(u) and not starts_mid_sentence(u, names)]
+        extra = answers.extra_units(e.chunk, intent, default_q) if intent is not None else []
+        out += [(e, u) for u in [*units_of(e.chunk), *extra] if _usable(u) and not starts_mid_sentence(u, names)]
     return out
 
 
@@ -107,7 +112,9 @@ class ExtractiveComposer:
         self.max_docs = max_docs
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
-        items = candidates(evidence)
+        intent, default_q = intent_of(question), answers.asks_default(question)
+        items = candidates(evidence, intent, default_q)
+        self._cos: dict[int, float] = {}
         if not items:
             return []
         # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
@@ -118,51 +125,73 @@ class ExtractiveComposer:
         chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
         chunk_cos.update({e.n: float(v @ q) for e, v in zip(unscored, vecs[1 + len(items) :])})
         q_terms = content_terms(question)
-        intent = intent_of(question)
         out = []
         for (e, unit), cos in zip(items, unit_cos):
             lex = len(q_terms & content_terms(unit.plain)) / len(q_terms) if q_terms else 0.0
             score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
+            score += answers.bonus(unit, intent, default_q)
             if e.origin == "selection":
                 score += 0.05  # in "both" mode the selection is the primary source
             span = Span(unit.start, unit.end, unit.sentence or normalize_ws(unit.plain), block=unit.block and unit.block.kind)
             out.append(Picked(e.n, span, score, _trimmed(unit, q_terms)))
+            self._cos[id(out[-1])] = float(cos)
         self._vecs = {id(p): v for p, v in zip(out, vecs[1 : 1 + len(items)])}
         return out
 
     def compose(self, question: str, evidence: Sequence[Evidence]) -> ExtractiveResult:
         scored = self.score_sentences(question, evidence)
-        if not scored:
-            return ExtractiveResult(ABSTAIN_TEXT, "abstained", 0.0, ())
-        ranked = sorted(scored, key=lambda p: (-p.score, p.n, p.span.start))
-        best = ranked[0]
         selected = {e.n for e in evidence if e.origin == "selection"}
+        fit = _fit(question, evidence, [self._cos[id(p)] for p in scored if p.n in selected]) if selected else None
+        if not scored:
+            return ExtractiveResult(ABSTAIN_TEXT, "abstained", 0.0, (), selection_fit=fit)
+        # a selection the question is about leads: its units are ranked (and kept) before the corpus's
+        first = selected if fit is not None and fit.on_topic else set()
+        ranked = sorted(scored, key=lambda p: (p.n not in first, -p.score, p.n, p.span.start))
+        best = max(scored, key=lambda p: p.score)
         best_selection = max((p.score for p in scored if p.n in selected), default=None)
         follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
         context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
-        chosen = self._choose(ranked, evidence, context)
-        # the best unit that stands alone first, the rest in reading order (evidence number, then
-        # position); for a how-to question the instructions and commands before the explanations;
-        # a unit that leans on the one before it follows that one (compose_context.py)
-        howto = intent_of(question).howto
-        lead = next((p for p in chosen if not context.leans(p)), chosen[0])
+        chosen = self._choose(ranked, evidence, context, first)
+        if intent_of(question).howto:  # a how-to answer holds the command that does it (answers.py)
+            pages = {e.n: e.chunk.path for e in evidence}
+            used = {pages[p.n] for p in chosen}
+            chosen = answers.with_command(  # the selection's command when the question is about the selection
+                chosen, ranked, lambda p: (p.n in first if first else pages[p.n] in used) and not context.leans(p),
+                self.max_sentences)
+        # the unit that answers first (a command for a how-to question, the entry that states a
+        # default for a question about one: answers.py), else the best unit that stands alone; the
+        # rest in reading order (evidence number, then position); for a how-to question the
+        # instructions and commands before the explanations; a unit that leans on the one before it
+        # follows that one (compose_context.py)
+        intent = intent_of(question)
+        howto = intent.howto
+        pool = [p for p in chosen if p.n in first] or chosen
+        lead = answers.lead(pool, intent, answers.asks_default(question), lambda p: not context.leans(p)) \
+            or next((p for p in pool if not context.leans(p)), pool[0])
         rest = sorted((p for p in chosen if p is not lead),
-                      key=lambda p: (not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
+                      key=lambda p: (p.n not in first, not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = context.grouped(lead, rest)
-        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection)
+        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection, fit)
 
-    def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents) -> list[Picked]:
+    def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents,
+                first: set[int] | frozenset[int] = frozenset()) -> list[Picked]:
         """The best units within ``_RELATIVE_KEEP`` of the best, up to ``max_sentences``: from
         at most ``max_docs`` pages, no near duplicates, each with the units it leans on. When
         no unit can be quoted that way (the best leans on a sentence the chunk does not hold,
-        and nothing else is close), the best unit that can, however far below the best."""
+        and nothing else is close), the best unit that can, however far below the best.
+        ``first``: evidence ranked ahead (a selection the question is about); its units and the
+        others' are each kept within ``_RELATIVE_KEEP`` of their own best."""
         best = ranked[0]
+        top = {True: next((p.score for p in ranked if p.n in first), 0.0),
+               False: next((p.score for p in ranked if p.n not in first), 0.0)}
         page = {e.n: None if e.origin == "selection" else e.chunk.path for e in evidence}
         chosen: list[Picked] = []
         pages: set[str] = set()
         for p in ranked:
-            if len(chosen) >= self.max_sentences or p.score < _RELATIVE_KEEP * best.score:
+            if len(chosen) >= self.max_sentences:
                 break
+            if p.score < _RELATIVE_KEEP * top[p.n in first]:
+                continue
             if page[p.n] is not None and page[p.n] not in pages and 0 < self.max_docs <= len(pages):
                 continue  # another page: the answer quotes the pages of its best units only
             v = self._vecs[id(p)]
@@ -180,6 +209,12 @@ class ExtractiveComposer:
             if before is not None and len(before) < self.max_sentences:
                 return [*before, p]
         return [best]
+
+
+def _fit(question: str, evidence: Sequence[Evidence], cosines: list[float]) -> SelectionFit:
+    """The question against the selection: its pieces' text and their units' cosines."""
+    text = "\n".join(e.chunk.text for e in evidence if e.origin == "selection")
+    return selection_fit(question, text, cosines)
 
 
 def source_names(chunk: Chunk) -> frozenset[str]:

@@ -275,9 +275,18 @@ def _looks_like_code(par: str, section: tuple[str, ...]) -> bool:
         return False  # a list as the HTML loader writes it (items' further lines are indented)
     if " | " in par and not any(_CODE_HINT.search(ln) for ln in lines):
         return False  # a table row
+    if len(lines) == 1 and _is_prose_line(lines[0]):
+        return False  # a paragraph on one line (pasted from a browser) with a ";" or "=" in its prose
     hinted = sum(bool(_CODE_HINT.search(ln)) for ln in lines)
     prose_end = bool(re.search(r"[.!?:][\"')\]]*$", lines[-1].strip())) and not lines[-1].strip().endswith("::")
     return hinted * 2 >= len(lines) and not (prose_end and len(par.split()) > 6 and hinted < len(lines))
+
+
+def _is_prose_line(line: str) -> bool:
+    """A long line of prose: not indented, no prompt, a run of plain words, a sentence's end."""
+    stripped = line.strip()
+    return (not line[:1].isspace() and len(stripped.split()) > 12 and bool(_PROSE_RUN.search(stripped))
+            and not re.match(r"(?:>>>|\$ |\.\.\. |#)", stripped) and bool(re.search(r"[.!?]['\")\]]*$", stripped)))
 
 
 def _html_code(text: str, section: tuple[str, ...]) -> list[Block]:

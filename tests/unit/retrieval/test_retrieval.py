@@ -107,8 +107,9 @@ def cfg_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) ->
 
 def search(engine: Engine, query: str, **overrides) -> RetrievalResult:
     """Chunks ranked as passages: these tests pin each mode's chunk order, so the document ranking
-    (on by default; tests/test_retrieval_signals.py covers it) is off unless a test turns it on."""
-    overrides = {"doc_decay": 0.0, "named_weight": 0.0, "doc_title_weight": 0.0, **overrides}
+    (on by default; tests/test_retrieval_signals.py covers it) and the per-document evidence cap
+    (tests/unit/retrieval/test_evidence_per_doc.py) are off unless a test turns them on."""
+    overrides = {"doc_decay": 0.0, "named_weight": 0.0, "doc_title_weight": 0.0, "evidence_per_doc": 0, **overrides}
     return engine.retrieve(query, engine.settings.with_(**overrides))
 
 
@@ -410,7 +411,7 @@ def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: 
     monkeypatch.setattr(cfg_engine.encoder, "encode", boom)
     monkeypatch.setattr(cfg_engine.store, "load", boom)
     thr = sorted(c.dense_score for c in first.candidates)[len(first.candidates) // 3]
-    again = Engine.recut(first, top_k=2, threshold=thr, dedupe=False)
+    again = Engine.recut(first, top_k=2, threshold=thr, dedupe=False, per_doc=0)  # as search() here
     monkeypatch.undo()
 
     def pool(r: RetrievalResult) -> list[tuple]:

@@ -124,3 +124,42 @@ def test_a_write_session_publishes_at_its_end_unless_it_failed(tmp_path: Path, m
         assert (data / "snapshots" / "h" / MANIFEST).is_file()
     finally:
         store.close()
+
+
+def test_a_client_passed_in_is_used_as_it_is_without_snapshots(tmp_path: Path, make_engine) -> None:
+    """``Store(settings, client=QdrantClient(":memory:"))``: qdrant-client's backend, every read from it."""
+    from qdrant_client import QdrantClient
+
+    source = _ingested(tmp_path, make_engine).store.load("g")
+    store = Store(RagcoreSettings(data_dir=tmp_path / "mem"), client=QdrantClient(":memory:"))
+    try:
+        assert isinstance(store.backend, QdrantBackend) and store.snapshots is None and store.opened
+        store.ensure_collection("m")
+        store.write_chunks("m", list(source.chunks), np.asarray(source.dense), {"garden/roses.md": 1, "kitchen/bread.md": 1})
+        store.write_meta("m", {"documents": 2})
+        assert store.count("m") == 2 and store.read_meta("m")["documents"] == 2 and store.snapshot("m") is None
+        assert sorted(c.chunk_id for c in store.load("m").chunks) == sorted(c.chunk_id for c in source.chunks)
+        assert all(list(p) == PAYLOAD_KEYS for p in _payloads(store, "m"))  # the same payload as on Edge
+        assert store.opened and not (tmp_path / "mem" / "snapshots").exists()
+    finally:
+        store.close()
+
+
+def test_the_cli_names_the_repair_step_and_runs_it(tmp_path: Path, make_engine, monkeypatch, capsys) -> None:
+    from ragcore.cli.main import main
+
+    data = tmp_path / "data"
+    _ingested(tmp_path, make_engine)
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(data))
+    assert main(["ask", "When should I prune roses?", "-c", "g"]) == 0
+    assert "--repair" not in capsys.readouterr().err  # current: nothing to say
+    raw = Store(RagcoreSettings(data_dir=data, snapshots=False))
+    raw.delete_points("g", [r.id for r in raw.point_refs("g") if r.path == "kitchen/bread.md"])
+    raw.close()
+    before = _snapshot_files(data)
+    assert main(["ask", "When should I prune roses?", "-c", "g"]) == 0
+    assert "ragcore collections --repair" in capsys.readouterr().err and _snapshot_files(data) == before
+    assert main(["collections", "--repair"]) == 0
+    assert "rewrote the query snapshot of g" in capsys.readouterr().err and _snapshot_files(data) != before
+    assert main(["ask", "When should I prune roses?", "-c", "g"]) == 0
+    assert "--repair" not in capsys.readouterr().err

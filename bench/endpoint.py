@@ -1,0 +1,127 @@
+"""``ragcore bench ingest --endpoint URL --model NAME``: ingest through an OpenAI-compatible embeddings
+endpoint against the endpoint's own throughput on the same texts.
+
+For the same files, alternating:
+
+* **ragcore**: ``Engine.ingest`` with ``RAGCORE_EMBED_MODEL=openai:NAME`` into a fresh store (reading,
+  chunking, embedding through the endpoint, BM25, writing, headings; no calibration), every text
+  it sent recorded;
+* **endpoint alone**: those very texts sent again, straight with httpx, in the same requests
+  (``embed_request_size`` texts each, ``embed_concurrency`` in flight), nothing else done.
+
+The ratio endpoint-alone seconds / ragcore seconds is the share of the endpoint's own throughput that
+ragcore's ingest reaches (target ≥ 0.8): what ragcore adds around the endpoint (parsing, writing,
+waiting on itself) is the rest.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Sequence
+
+from ragcore.settings.config import RagcoreSettings
+
+from bench.common import machine, sample_files, utc_now, write
+
+
+def _recording(settings: RagcoreSettings, model: str):
+    from ragcore.encoders.openai_embed import OpenAIEmbedder
+
+    class Recording(OpenAIEmbedder):
+        def _request(self, inputs):  # type: ignore[override]
+            self.sent.append(list(inputs))
+            return super()._request(inputs)
+
+    enc = Recording(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
+                    timeout_s=settings.embed_timeout_s, concurrency=settings.embed_concurrency,
+                    batch=settings.embed_request_size)
+    enc.sent = []
+    return enc
+
+
+def _run_ragcore(staging: Path, data_dir: Path, settings: RagcoreSettings, model: str) -> tuple[dict[str, Any], list[list[str]]]:
+    from ragcore.engine.engine import Engine
+
+    s = settings.with_(data_dir=data_dir, embed_model=f"openai:{model}")
+    engine = Engine(s)
+    enc = _recording(s, model)
+    engine.encoders._by_key[(f"openai:{model}", "", "")] = enc  # this run's encoder records what it sends
+    t0 = time.perf_counter()
+    report = engine.ingest([staging], "bench", settings=s, calibrate=False)
+    secs = time.perf_counter() - t0
+    engine.close()
+    sent = [g for g in enc.sent if g != ["dimension probe"]]
+    texts = sum(map(len, sent))
+    return {"seconds": round(secs, 2), "texts": texts, "texts_per_s": round(texts / secs, 1), "requests": len(sent),
+            "chunks": report.chunks_written, "failed_files": report.count("failed")}, sent
+
+
+def _run_direct(groups: Sequence[list[str]], settings: RagcoreSettings, model: str) -> dict[str, Any]:
+    """The same requests with plain httpx, ``embed_concurrency`` in flight: the endpoint's own speed."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {settings.embed_api_key}"} if settings.embed_api_key else {}
+    url = settings.embed_base_url.rstrip("/") + "/embeddings"
+    with httpx.Client(headers=headers, timeout=settings.embed_timeout_s) as client:
+        def post(group: list[str]) -> int:
+            r = client.post(url, json={"model": model, "input": group, "encoding_format": "float"})
+            r.raise_for_status()
+            return len(r.json()["data"])
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=settings.embed_concurrency) as pool:
+            n = sum(pool.map(post, groups))
+        secs = time.perf_counter() - t0
+    return {"seconds": round(secs, 2), "texts": n, "texts_per_s": round(n / secs, 1), "requests": len(groups)}
+
+
+def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings: RagcoreSettings, model: str,
+                   runs: int = 2, server: str = "", scripted_ms: float | None = None) -> dict[str, Any]:
+    """``scripted_ms``: against the scripted protocol server on 127.0.0.1, taking that many milliseconds
+    per text, one request at a time (ragcore's share measured without a real model server)."""
+    if scripted_ms is not None:
+        from tests.support.scripted_embeddings import ScriptedEmbeddingServer
+
+        with ScriptedEmbeddingServer(dim=384, seconds_per_text=scripted_ms / 1e3) as srv:
+            label = server or f"the scripted protocol server on 127.0.0.1 at {scripted_ms:g} ms per text, one request at a time"
+            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=srv.base_url), model, runs, label)
+    from bench.cli import _stage
+
+    if not settings.embed_base_url:
+        raise SystemExit("bench ingest --endpoint needs the endpoint: --endpoint URL (or RAGCORE_EMBED_BASE_URL)")
+    files = sample_files(corpus, limit)
+    pairs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = _stage(corpus, files, Path(tmp) / "corpus")
+        for k in range(runs):
+            ours, sent = _run_ragcore(staging, Path(tmp) / f"data{k}", settings, model)
+            direct = _run_direct(sent, settings, model)
+            pairs.append({"ragcore": ours, "endpoint_alone": direct,
+                          "share_of_endpoint": round(direct["seconds"] / ours["seconds"], 3)})
+    payload = {"bench": "ingest-endpoint", "when": utc_now(), "machine": machine(), "corpus": str(corpus),
+               "files": len(files), "model": model, "server": server, "request_size": settings.embed_request_size,
+               "concurrency": settings.embed_concurrency, "runs": pairs,
+               "share_of_endpoint": round(statistics.median(p["share_of_endpoint"] for p in pairs), 3)}
+    write(results_dir, "ingest-endpoint", payload, summary(payload))
+    return payload
+
+
+def summary(p: dict[str, Any]) -> str:
+    rows = []
+    for k, r in enumerate(p["runs"], 1):
+        o, d = r["ragcore"], r["endpoint_alone"]
+        rows += [f"| {k} | ragcore ingest through the endpoint | {o['seconds']} | {o['texts']:,} | {o['texts_per_s']:,} | {o['requests']} |",
+                 f"| {k} | the endpoint alone, same requests | {d['seconds']} | {d['texts']:,} | {d['texts_per_s']:,} | {d['requests']} |",
+                 f"| {k} | share of the endpoint's throughput | **{r['share_of_endpoint']}** | | | |"]
+    return (f"# bench ingest --endpoint ({p['when']})\n\n{p['files']} files of {Path(p['corpus']).name}; model "
+            f"`{p['model']}` served by {p['server'] or 'the endpoint given'}; {p['request_size']} texts per request, "
+            f"{p['concurrency']} in flight; load average at the end {p['machine']['load_avg']} on "
+            f"{p['machine']['cpus']} CPUs.\n\n"
+            "ragcore's seconds are the whole `Engine.ingest` (read, chunk, embed through the endpoint, BM25, write, "
+            "headings; no calibration); the endpoint alone gets exactly the requests ragcore sent, with plain httpx.\n\n"
+            "| run | side | seconds | texts | texts/s | requests |\n|---|---|---|---|---|---|\n" + "\n".join(rows) +
+            f"\n\nMedian share of the endpoint's own throughput: **{p['share_of_endpoint']}** (target ≥ 0.8).\n")

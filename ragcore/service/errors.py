@@ -1,0 +1,78 @@
+"""Errors as JSON, never a traceback: ``{"error": {"code", "message", "type"}}``.
+
+The shape is OpenAI's error object (``type`` repeats ``code``), so the OpenAI-compatible routes and
+the REST routes answer errors alike and an OpenAI SDK shows the message. Request validation errors
+name the field and the rule but never echo the value sent (it may be a document's text or a key).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragcore.settings.config import ConfigError
+
+log = logging.getLogger("ragcore.service")
+
+_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+          408: "timeout", 409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
+          429: "busy", 500: "internal_error", 503: "unavailable", 504: "deadline_exceeded"}
+
+
+class ApiError(Exception):
+    """A request the service refuses or cannot answer, with the status and message the client sees."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code or _CODES.get(status, "error")
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "type": code}}
+
+
+def error_response(status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    code = code or _CODES.get(status, "error")
+    return JSONResponse(error_body(code, message), status_code=status, headers=dict(headers or {}))
+
+
+def validation_message(errors: list[dict[str, Any]]) -> str:
+    """``field: rule`` for each problem; the offending value is left out on purpose."""
+    parts = []
+    for e in errors[:10]:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body", "query", "path"))
+        parts.append(f"{loc or 'body'}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts) or "the request is not valid"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.message, exc.code, exc.headers)
+
+    @app.exception_handler(ConfigError)
+    async def _config(_: Request, exc: ConfigError) -> JSONResponse:  # a setting sent in the request
+        return error_response(422, str(exc), "invalid_setting")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, validation_message(list(exc.errors())))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        return error_response(exc.status_code, message, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # the type only: a message may quote a document or a key
+        log.error("unexpected %s on %s %s", type(exc).__name__, request.method, request.url.path)
+        return error_response(500, f"The service failed on this request ({type(exc).__name__}); see the server log.")

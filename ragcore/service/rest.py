@@ -1,0 +1,119 @@
+"""REST: health, collections, documents, retrieval, answers, ingest jobs."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
+
+from ragcore.service.errors import ApiError
+from ragcore.service.runner import start_question, run_blocking
+from ragcore.service.schemas import AskRequest, RetrieveRequest, request_settings, stream_kwargs
+from ragcore.service.state import Service, service
+from ragcore.service.wire import dumps, jsonable
+from ragcore.storage.store import StoreError
+
+router = APIRouter()
+
+
+@router.get("/healthz", tags=["service"], summary="liveness (no key needed)")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/api/collections", tags=["corpus"], summary="every collection with its stats")
+async def collections(svc: Service = Depends(service)) -> list[dict[str, Any]]:
+    infos = await run_in_threadpool(svc.engine.collections)
+    return [{"name": i.name, "documents": i.documents, "chunks": i.chunks, "corpus_version": i.corpus_version,
+             "built_at": i.built_at, "model": i.embedding_model} for i in infos]
+
+
+@router.get("/api/collections/{name}/documents", tags=["corpus"], summary="a collection's documents")
+async def documents(name: str, svc: Service = Depends(service)) -> list[dict[str, Any]]:
+    await _existing(svc, name)
+    docs = await run_in_threadpool(svc.engine.documents, name)
+    return [{"path": p, "chunks": n} for p, n in docs]
+
+
+@router.post("/api/retrieve", tags=["questions"], summary="the ranked pool with every score and cut reason",
+             response_class=Response)
+async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> Response:
+    s = request_settings(svc.engine.settings, body)
+    try:  # serialised in the worker thread too: a pool of 50 chunks is a large object to walk
+        data = await run_blocking(svc.slots, svc.settings.deadline_s,
+                                  lambda: json_bytes(jsonable(svc.engine.retrieve(body.question, s))))
+    except StoreError as exc:  # a missing or unreadable collection: the store's message says which
+        raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
+    return Response(data, media_type="application/json")
+
+
+@router.post("/api/ask", tags=["questions"], summary="the Answer contract as JSON (as `ragcore ask --json` prints it)",
+             response_class=Response)
+async def ask(body: AskRequest, svc: Service = Depends(service)) -> Response:
+    answer = await answer_of(svc, body)
+    return Response(await run_in_threadpool(lambda: json_bytes(jsonable(answer))), media_type="application/json")
+
+
+def json_bytes(obj: Any) -> bytes:
+    """Strict JSON, serialised once (FastAPI's own encoder walks a large answer several times)."""
+    return dumps(obj).encode("utf-8")
+
+
+async def answer_of(svc: Service, body: AskRequest):
+    """Run a question to its end; the final Answer (504 when the engine produced none in time)."""
+    kwargs = stream_kwargs(svc.engine.settings, body)
+    run = await start_question(svc.slots, svc.settings.deadline_s,
+                               lambda cancel: svc.engine.stream(body.question, cancel=cancel, **kwargs))
+    answer = None
+    try:
+        async for ev in run.events():
+            if ev.type == "done":
+                answer = ev.data.get("answer")
+    finally:
+        run.close()  # a client that went away stops the question
+    if answer is None:
+        raise ApiError(504, f"The question passed this service's deadline of {svc.settings.deadline_s:g} s "
+                            "before any answer was ready.")
+    return answer
+
+
+@router.post("/api/collections/{name}/ingest", tags=["corpus"], status_code=202,
+             summary="add uploaded files (multipart, field `files`) to a collection; returns a job")
+async def ingest(name: str, request: Request, svc: Service = Depends(service)) -> dict[str, Any]:
+    form = await request.form(max_files=10_000, max_fields=100, max_part_size=svc.settings.max_upload_bytes)
+    files: list[tuple[str, bytes]] = []
+    for item in form.getlist("files"):
+        if isinstance(item, str) or not getattr(item, "filename", None):
+            raise ApiError(422, "files: each part must be a file upload with a file name")
+        files.append((PurePosixPath(item.filename.replace("\\", "/")).name, await item.read()))
+    await form.close()
+    if not files:
+        raise ApiError(422, "files: send at least one file (multipart/form-data, field name `files`)")
+    return svc.jobs.submit(name, files).public()
+
+
+@router.get("/api/jobs/{job_id}", tags=["corpus"], summary="an ingest job's state and progress")
+async def job(job_id: str, svc: Service = Depends(service)) -> dict[str, Any]:
+    return _found(job_id, svc.jobs.get(job_id))
+
+
+@router.delete("/api/jobs/{job_id}", tags=["corpus"], summary="cancel an ingest job")
+async def cancel_job(job_id: str, svc: Service = Depends(service)) -> dict[str, Any]:
+    return _found(job_id, svc.jobs.cancel(job_id))
+
+
+def _found(job_id: str, state: dict[str, Any] | None) -> dict[str, Any]:
+    if state is None:
+        raise ApiError(404, f"There is no job {job_id!r} (finished jobs are forgotten after a while).")
+    return state
+
+
+async def _names(svc: Service) -> set[str]:
+    return await run_in_threadpool(lambda: {i.name for i in svc.engine.collections()})
+
+
+async def _existing(svc: Service, name: str) -> None:
+    if name not in await _names(svc):
+        raise ApiError(404, f"There is no collection {name!r}; GET /api/collections lists them.")

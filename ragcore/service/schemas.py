@@ -1,0 +1,72 @@
+"""What a client sends: pydantic models (FastAPI validates them and lists them in the OpenAPI
+schema), and how a request becomes the engine's settings and arguments. Settings sent in a request
+go through the settings' own rules (``RagcoreSettings.with_``), so the service refuses exactly the
+values the CLI refuses, with the same words; a selection goes through the selection rule the CLI
+and the app share (``ragcore.engine.selection``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragcore.engine.selection import selection_problem
+from ragcore.engine.stages import SelectionInput
+from ragcore.service.errors import ApiError
+from ragcore.settings.config import LlmSettings, RagcoreSettings
+
+MAX_QUESTION_CHARS = 4000
+
+
+class Turn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(max_length=MAX_QUESTION_CHARS)
+    answer: str
+
+
+class RetrieveRequest(BaseModel):
+    """A question and the retrieval settings to rank the collection with."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    collection: str | None = Field(None, description="default: the server's RAGCORE_COLLECTION")
+    top_k: int | None = None
+    threshold: float | None = Field(None, description="minimum cosine similarity (0-1), -1 keeps every chunk")
+    mode: Literal["dense", "sparse", "hybrid"] | None = Field(None, description="retrieval mode")
+    path_filter: str | None = Field(None, description="only documents whose path matches these globs")
+
+
+class AskRequest(RetrieveRequest):
+    """A question, answered from the collection, a selected passage, or both."""
+
+    context: Literal["corpus", "selection", "both"] | None = Field(
+        None, description="default: corpus, or both when a selection is sent")
+    selection: str | None = Field(None, description="the selected passage's text (never a path: the service reads no file)")
+    selection_source: str | None = Field(None, max_length=500, description="a label for the passage, shown in citations")
+    history: list[Turn] = Field(default_factory=list, max_length=50, description="earlier turns, oldest first")
+    generator: Literal["auto", "extractive"] = Field(
+        "auto", description="auto: the configured LLM if any, else extractive; extractive: never call the LLM")
+
+
+def request_settings(base: RagcoreSettings, req: RetrieveRequest) -> RagcoreSettings:
+    changes: dict[str, Any] = {"top_k": req.top_k, "threshold": req.threshold, "retrieval_mode": req.mode,
+                               "path_filter": req.path_filter, "collection": req.collection}
+    s = base.with_(**{k: v for k, v in changes.items() if v is not None})
+    if isinstance(req, AskRequest) and req.generator == "extractive" and s.llm.configured:
+        s = s.with_(llm=LlmSettings())
+    return s
+
+
+def stream_kwargs(base: RagcoreSettings, req: AskRequest) -> dict[str, Any]:
+    """``Engine.stream``'s keyword arguments for ``req`` (422 for a selection the rules refuse)."""
+    s = request_settings(base, req)
+    context = req.context or ("both" if req.selection else "corpus")
+    selection = None
+    if req.selection is not None or context != "corpus":
+        if context != "corpus":
+            problem = selection_problem(req.selection, s.min_selection_chars)
+            if problem:
+                raise ApiError(422, problem, "invalid_selection")
+        selection = SelectionInput(req.selection or "", req.selection_source or "(selection)")
+    return {"collection": s.collection, "settings": s, "context": context, "selection": selection,
+            "history": tuple((t.question, t.answer) for t in req.history)}

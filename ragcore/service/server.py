@@ -1,0 +1,69 @@
+"""`ragcore serve`: settings checked like every other command's, then uvicorn.
+
+One worker serves the app built here; ``--workers N`` starts N uvicorn worker processes, each
+building its own engine from the environment this process validated (the options are written
+into it first). The access log is ragcore's own (limits.AccessLog); uvicorn's, which prints query
+strings, is off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ragcore.settings.config import ConfigError
+from ragcore.settings.service import ServiceSettings
+
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_config() -> dict[str, Any]:
+    import uvicorn.config
+
+    cfg = {**uvicorn.config.LOGGING_CONFIG}
+    cfg["formatters"] = {**cfg["formatters"], "ragcore": {"format": _LOG_FORMAT}}
+    cfg["handlers"] = {**cfg["handlers"], "ragcore": {"class": "logging.StreamHandler", "formatter": "ragcore",
+                                                      "stream": "ext://sys.stderr"}}
+    cfg["loggers"] = {**cfg["loggers"], "ragcore.service": {"handlers": ["ragcore"], "level": "INFO", "propagate": False}}
+    return cfg
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ragcore.cli.common import settings_from_args
+
+    settings = settings_from_args(args)
+    svc = ServiceSettings.from_env(os.environ, host=args.host, port=args.port, workers=args.workers)
+    problem = svc.problem()
+    if problem:
+        raise ConfigError(problem)
+    print(f"ragcore serve on http://{svc.host}:{svc.port} (API docs at /docs) · collection {settings.collection} · "
+          f"{'API keys required' if svc.api_keys else 'no API key (loopback only)'} · {svc.workers} worker(s)",
+          file=sys.stderr)
+    common = {"host": svc.host, "port": svc.port, "access_log": False, "log_config": log_config(),
+              "timeout_graceful_shutdown": 5, "ws_max_size": svc.max_body_bytes}
+    if svc.workers > 1:
+        _export(args, settings)
+        uvicorn.run("ragcore.service.app:app_from_env", factory=True, workers=svc.workers, **common)
+        return 0
+    from ragcore.engine.engine import Engine
+    from ragcore.service.app import create_app
+
+    app = create_app(Engine(settings), svc, close_engine=True)
+    uvicorn.run(app, **common)
+    return 0
+
+
+def _export(args: argparse.Namespace, settings) -> None:
+    """What the options set, for the worker processes (they read only the environment)."""
+    if getattr(args, "data_dir", None):
+        os.environ["RAGCORE_DATA_DIR"] = str(settings.data_dir)
+    if getattr(args, "collection", None):
+        os.environ["RAGCORE_COLLECTION"] = settings.collection
+    for name in ("host", "port", "workers"):
+        value = getattr(args, name, None)
+        if value is not None:
+            os.environ[f"RAGCORE_SERVE_{name.upper()}"] = str(value)

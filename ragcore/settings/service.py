@@ -1,0 +1,96 @@
+"""Settings of `ragcore serve`: the listening address, API keys, limits, CORS.
+
+Read from ``RAGCORE_API_KEYS`` and ``RAGCORE_SERVE_*`` variables and checked by the same rules as
+every other setting (:mod:`ragcore.settings.config`): a bad value raises :class:`ConfigError`
+naming the variable, the value (never a key's) and what is allowed. The variable names are also
+listed in ``config.SERVICE_VARIABLES`` so that the unknown-variable check lets them through
+(a unit test keeps the two lists equal).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from ragcore.settings.config import ConfigError, _check_fields, _rules, _safe_repr, _setting, check_value, env_values
+
+SERVE_ENV_PREFIX = "RAGCORE_SERVE_"
+API_KEYS_VARIABLE = "RAGCORE_API_KEYS"
+LOOPBACK_NAMES = ("localhost",)
+
+
+@dataclass(frozen=True, repr=False)
+class ServiceSettings:
+    host: str = _setting("127.0.0.1", "str")  # loopback unless told otherwise
+    port: int = _setting(8000, "int", ge=1, le=65535)
+    workers: int = _setting(1, "int", ge=1, le=64)
+    # Bearer keys; with none set, only a loopback address may be served (see problem())
+    api_keys: tuple[str, ...] = _setting((), "strs", secret=True)
+    max_body_bytes: int = _setting(1_000_000, "int", ge=1024)  # a JSON request (question, selection, history)
+    max_upload_bytes: int = _setting(50_000_000, "int", ge=1024)  # one ingest request's files together
+    deadline_s: float = _setting(60.0, "float", gt=0.0)  # one question, queueing included
+    max_concurrent: int = _setting(4, "int", ge=1)  # questions answered at once (2 cores: more only queue)
+    max_queued: int = _setting(16, "int", ge=0)  # questions waiting for a slot; beyond: 429
+    retry_after_s: int = _setting(1, "int", ge=1)  # the Retry-After of a 429
+    cors_origins: tuple[str, ...] = _setting((), "strs")  # none: no CORS headers at all
+    max_jobs: int = _setting(50, "int", ge=1)  # finished ingest jobs remembered for GET /api/jobs/{id}
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+    def __repr__(self) -> str:
+        return _safe_repr(self)
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    def problem(self) -> str | None:
+        """Why these settings may not be served (None: they may): a key is required off loopback."""
+        if not self.loopback and not self.api_keys:
+            return (f"--host {self.host} is not a loopback address: set {API_KEYS_VARIABLE} (keys separated by ;) "
+                    "so that every request needs a key, or serve on 127.0.0.1")
+        return None
+
+    def public_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["api_keys"] = len(self.api_keys)  # how many, never which
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **overrides: Any) -> "ServiceSettings":
+        """From ``RAGCORE_SERVE_*`` and ``RAGCORE_API_KEYS``; ``overrides`` (command-line options,
+        ``None`` = not given) win and are checked by the same rules."""
+        values, _ = env_values(cls, env, SERVE_ENV_PREFIX, skip=("api_keys",))
+        raw = env.get(API_KEYS_VARIABLE, "")
+        if raw.strip():
+            values["api_keys"] = check_value("api_keys", _rules(cls)["api_keys"], raw, API_KEYS_VARIABLE)
+        rules = _rules(cls)
+        problems = []
+        for name, value in overrides.items():
+            if value is None:
+                continue
+            if name not in rules:
+                raise ConfigError(f"unknown setting {name} for {cls.__name__}")
+            try:
+                values[name] = check_value(name, rules[name], value, f"--{name.replace('_', '-')}")
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return cls(**values)
+
+
+def service_variables() -> frozenset[str]:
+    """Every variable ServiceSettings reads."""
+    return frozenset({API_KEYS_VARIABLE} | {SERVE_ENV_PREFIX + n.upper() for n in _rules(ServiceSettings) if n != "api_keys"})
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere

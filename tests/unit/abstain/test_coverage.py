@@ -1,0 +1,96 @@
+"""Named subjects the corpus never mentions (abstain/coverage.py): found, looked up, judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragcore.abstain.answerability import Support, describe
+from ragcore.abstain.coverage import HEDGE_MARGIN, judge_coverage, subjects, uncovered_subjects
+from ragcore.encoders.sparse import tokenize
+from ragcore.engine.engine import Engine
+from tests.conftest import write_corpus
+
+FLASK_LIKE = {
+    "tutorial/database.md": "# Define and Access the Database\n\nThe application will use a SQLite database to store "
+    "users and posts. Python comes with built-in support for SQLite in the sqlite3 module. Flask connects to the "
+    "database with get_db, which opens a connection the first time it is called in a request and reuses it.\n",
+    "config.md": "# Configuration Handling\n\nMAX_CONTENT_LENGTH: if set to a value in bytes, Flask will reject "
+    "incoming requests with a content length greater than this by returning a 413 status code. Default: None.\n\n"
+    "SECRET_KEY: a secret key that will be used for securely signing the session cookie. Default: None.\n",
+    "deploying.md": "# Deploying to Production\n\nGunicorn is a WSGI server for UNIX. Run it with "
+    "gunicorn -w 4 'hello:create_app()' to start four worker processes.\n",
+}
+
+
+def _has(text: str):
+    vocab = set(tokenize(text))
+    return lambda terms: any(t in vocab for t in terms)
+
+
+def test_subjects_are_names_quoted_terms_identifiers_and_versions() -> None:
+    got = {(s.text, s.kind) for s in subjects('How does Flask read "secret key" and MAX_CONTENT_LENGTH in 2.2.1 with GraphQL?')}
+    assert got == {("Flask", "name"), ("secret key", "quoted"), ("MAX_CONTENT_LENGTH", "identifier"),
+                   ("2.2.1", "version"), ("GraphQL", "name")}
+    # a sentence's first word is not a name; "I" is not one either
+    assert subjects("Why does my app crash? Sometimes I see errors.") == ()
+    assert [s.text for s in subjects("Can ragcore translate my documents into French?")] == ["French"]
+
+
+def test_uncovered_subjects_are_the_ones_no_chunk_mentions() -> None:
+    has = _has(" ".join(FLASK_LIKE.values()))
+    assert uncovered_subjects("How do I connect Flask to an Oracle database?", has_term=has) == ("Oracle",)
+    # another form of the word counts ("Gunicorn's" → gunicorn), an identifier is looked up whole
+    assert uncovered_subjects("How many workers does Gunicorn's default start with MAX_CONTENT_LENGTH?", has_term=has) == ()
+    assert uncovered_subjects("What does MAX_UPLOAD_SIZE default to?", has_term=has) == ("MAX_UPLOAD_SIZE",)
+    # words already reported by unseen_words are not named twice
+    assert uncovered_subjects("Does Flask support GraphQL?", has_term=has, skip=("graphql",)) == ()
+
+
+def test_a_quoted_phrase_is_judged_on_its_rare_words() -> None:
+    has = _has("the session cookie is signed")
+    common = {"session", "cookie", "signed", "bearer", "token"}.__contains__
+    assert uncovered_subjects('What is a "session cookie"?', has_term=has, is_common=common) == ()
+    assert uncovered_subjects('What is a "bearer token"?', has_term=has, is_common=common) == ("bearer token",)
+    assert uncovered_subjects('Why do I get "ValueError: bad jwt"?', has_term=has, is_common=common) == ("ValueError: bad jwt",)
+
+
+def test_judged_against_the_bar_abstain_near_it_hedge_above() -> None:
+    near = judge_coverage(Support(0.52, "corpus", uncovered=("Oracle",)), bar=0.5, margin=HEDGE_MARGIN)
+    assert near.unseen == ("Oracle",) and near.uncovered == ()  # abstains: stages.abstain_reason reads unseen
+    above = judge_coverage(Support(0.5 + HEDGE_MARGIN + 0.01, "corpus", uncovered=("Oracle",)), bar=0.5, margin=HEDGE_MARGIN)
+    assert above.unseen == () and above.uncovered == ("Oracle",)
+    assert judge_coverage(Support(0.52, "corpus", uncovered=("Oracle",)), bar=0.5).uncovered == ("Oracle",)  # default: no margin
+    assert judge_coverage(Support(0.48, "corpus", uncovered=("Oracle",)), bar=0.5).unseen == ("Oracle",)  # below the bar: named
+    assert judge_coverage(Support(0.3, "corpus"), bar=0.5) == Support(0.3, "corpus")
+
+
+@pytest.fixture(scope="module")
+def flask_like(tmp_path_factory: pytest.TempPathFactory, encoder) -> Engine:
+    from ragcore.settings.config import RagcoreSettings
+
+    root = tmp_path_factory.mktemp("flasklike")
+    corpus = write_corpus(root / "corpus", FLASK_LIKE)
+    e = Engine(RagcoreSettings(data_dir=root / "data", collection="flask", calibrated_bar=False), encoder=encoder)
+    e.ingest([corpus], collection="flask")
+    yield e
+    e.close()
+
+
+def test_the_engine_abstains_on_a_subject_the_corpus_never_mentions(flask_like: Engine) -> None:
+    q = "How do I connect Flask to an Oracle database?"
+    base = flask_like.settings.with_(abstain_bar=0.05, uncovered_margin=HEDGE_MARGIN)
+    score = flask_like.ask(q, settings=base.with_(abstain_uncovered=False)).metadata["support"]["score"]
+    near = flask_like.ask(q, settings=base.with_(abstain_bar=max(score - HEDGE_MARGIN / 2, 0.0)))
+    assert near.status == "abstained" and near.citations == ()
+    assert list(near.metadata["support"]["unseen"]) == ["Oracle"]
+    assert "the corpus never mentions “Oracle”" in near.validation.guardrail_actions[0]
+    # far above the bar: answered, with a hedge that names what the corpus never mentions
+    hedged = flask_like.ask(q, settings=base.with_(abstain_bar=max(score - HEDGE_MARGIN - 0.05, 0.0)))
+    assert hedged.status in ("ok", "partial"), hedged.validation.guardrail_actions
+    assert list(hedged.metadata["support"]["uncovered"]) == ["Oracle"]
+    assert any(a.startswith("hedged: the corpus never mentions “Oracle”") for a in hedged.validation.guardrail_actions)
+    assert "answered with a hedge: the corpus never mentions “Oracle”" in describe(hedged.metadata["support"], 0.5)
+    covered = flask_like.ask("How does Flask connect to the SQLite database?", settings=base)
+    assert covered.status == "ok" and not covered.metadata["support"]["unseen"] and not covered.metadata["support"]["uncovered"]
