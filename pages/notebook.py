@@ -125,11 +125,18 @@ def live() -> None:
     s = state.settings()
     context: str = ss["cfg_context"]
     if pending_here and pending_here["kind"] == "new":
-        _answer_new(pending_here["question"], context, len(cur.cells) + 1, s)
+        _answer_new(pending_here["question"], context, len(cur.cells) + 1, s, _history(cur.cells))
     _question_box()
 
 
-def _answer_new(question: str, context: str, index: int, s) -> None:
+def _history(cells) -> list[tuple[str, str]]:
+    """The last answered questions, oldest first: a follow-up ("and how do I change it?") is read
+    with the previous question's subject (the cell shows what it was read as)."""
+    done = [c for c in cells if c.current is not None]
+    return [(c.question, str(c.current.answer.get("answer") or "")) for c in done[-3:]]
+
+
+def _answer_new(question: str, context: str, index: int, s, history: list[tuple[str, str]]) -> None:
     sel = None
     if context in ("selection", "both"):
         if problem := selection_problem(ss.get("nb_passage"), s.min_selection_chars):
@@ -141,7 +148,7 @@ def _answer_new(question: str, context: str, index: int, s) -> None:
         ss["nb_pending"] = {"kind": "new", "question": question}  # asked again on the next run
         return
     try:
-        streaming.stream_cell(rt, cell, collection, title=f"{index}.", render_final=_renderer(index))
+        streaming.stream_cell(rt, cell, collection, title=f"{index}.", render_final=_renderer(index), history=history)
         ss["nb_selected_cell"] = cell.id
         share.set_param(share.CELL_PARAM, cell.id)
     except Exception as exc:  # noqa: BLE001

@@ -429,7 +429,8 @@ with tab_probe:
                 "fused rank": pr.candidate.fused_rank if pr.candidate and pr.candidate.fused_rank else "–",
             }
             if pr.match_score is not None:
-                details["passage match"] = "verbatim" if pr.match_score >= 0.999 else f"cosine {pr.match_score:.2f}"
+                details["passage match"] = (pr.match_kind if pr.match_kind in ("verbatim", "near-verbatim")
+                                            else f"similar (cosine {pr.match_score:.2f})")
             st.dataframe(pd.DataFrame([{k: str(v) for k, v in details.items()}]), hide_index=True, width="stretch")
             if sig := signal_cells(pr):
                 st.dataframe(pd.DataFrame([sig]), hide_index=True, width="stretch",

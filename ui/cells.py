@@ -214,8 +214,11 @@ def bar_phrase(source: str) -> str:
 
 
 def support_caption(run: Run) -> None:
-    """Why the engine answered or abstained: the support score against the bar in force."""
+    """Why the engine answered or abstained: the support score against the bar in force; and, for a
+    follow-up, the standalone question it was read as (the previous question's subject carried in)."""
     meta = run.answer.get("metadata") or {}
+    if meta.get("standalone_question"):
+        st.caption(md_inline(f"Read as: “{meta['standalone_question']}”"))
     sup, bar = meta.get("support"), meta.get("abstain_bar")
     if not sup or not bar:
         return

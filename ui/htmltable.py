@@ -55,12 +55,14 @@ TABLE_CSS = """<style>
 </style>"""
 
 # a cut candidate's status in both tables, and why it was cut (the status cell's hover)
-CUT_LABELS = {"threshold": "cut: threshold", "dedupe": "cut: dedupe", "top_k": "cut: top-K", "filter": "cut: filter"}
+CUT_LABELS = {"threshold": "cut: threshold", "dedupe": "cut: dedupe", "top_k": "cut: top-K", "filter": "cut: filter",
+              "per_doc": "cut: per document"}
 CUT_HELP = {
     "threshold": "Cut: its cosine is below the threshold.",
     "dedupe": "Cut: another passage of the same section ranked higher (per-section dedupe).",
     "top_k": "Cut: ranked below the top-K.",
     "filter": "Cut: outside the path filter.",
+    "per_doc": "Cut: its document already has as many passages as the evidence allows one document.",
 }
 
 

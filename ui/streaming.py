@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import streamlit as st
 
@@ -165,6 +165,7 @@ def _save(rt: state.Runtime, cell: Cell, collection: str, saved: threading.Event
 
 def stream_cell(
     rt: state.Runtime, cell: Cell, collection: str, *, title: str, render_final: Callable[[Cell], None] | None = None,
+    history: Sequence[tuple[str, str]] = (),
 ) -> bool:
     """Run ``cell``'s question now, rendering into the page, and save the run.
 
@@ -186,7 +187,7 @@ def stream_cell(
         view = _streaming_view(cell, title)
         gen = rt.engine.stream(
             cell.question, collection=collection, settings=s, context=cell.context_mode,  # type: ignore[arg-type]
-            selection=selection_input(cell), cancel=cancel,
+            selection=selection_input(cell), cancel=cancel, history=tuple(history),
         )
         _draw_events(Pump(gen, cancel), recorder, view, collection)
         finished = True
