@@ -97,13 +97,14 @@ def _source(root: Path, path: str, start: int, end: int) -> str:
 
 def _fenced_regions(md: str) -> list[tuple[int, int]]:
     """Character ranges of fenced code blocks, as CommonMark reads them: a fence opens with 3+
-    backticks (up to 3 spaces in) and is closed only by a line of at least as many backticks."""
+    backticks (up to 3 spaces in, also inside a blockquote: an answer is quoted with "> ") and is
+    closed only by a line of at least as many backticks under the same quote marker."""
     out, pos, opened = [], 0, None
     for line in md.split("\n"):
-        m = re.match(r" {0,3}(`{3,})", line)
+        m = re.match(r"(> ?)? {0,3}(`{3,})", line)
         if opened is None and m:
-            opened = (pos, len(m.group(1)))
-        elif opened is not None and re.fullmatch(r" {0,3}`{%d,}\s*" % opened[1], line):
+            opened = (pos, len(m.group(2)), re.escape(m.group(1) or ""))
+        elif opened is not None and re.fullmatch(r"%s {0,3}`{%d,}\s*" % (opened[2], opened[1]), line):
             out.append((opened[0], pos + len(line)))
             opened = None
         pos += len(line) + 1
