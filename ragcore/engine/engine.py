@@ -34,6 +34,7 @@ from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.schema import check_collection_name
 from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
 
@@ -103,6 +104,7 @@ class Engine:
         ``chunk_progress(written, queued)`` hears each written batch of chunks."""
         s = settings or self.settings
         name = collection or s.collection
+        check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
         root, files = discover([Path(p) for p in paths])
         if rebuild and self.store.exists(name):
             self.drop(name)
@@ -120,6 +122,7 @@ class Engine:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
         s = settings or self.settings
         name = collection or s.collection
+        check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
         with self.store.session():
             report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store,

@@ -80,7 +80,7 @@ def test_the_cli_refuses_before_writing_instead_of_dying(small_disk, tmp_path: P
 
 
 def test_a_disk_that_fills_up_mid_ingest_stops_at_a_batch(small_disk, make_engine, tmp_path: Path) -> None:
-    disk = small_disk(72)
+    disk = small_disk(100)  # room for two collections (a 32 MB Qdrant Edge file each) and the check's margin
     engine = make_engine(data_dir=disk / "data")
     engine.ingest([_corpus(tmp_path / "first", 2)], "kept", calibrate=False)
     before = engine.ask("What is subject 1 about?", collection="kept")

@@ -54,7 +54,7 @@ def test_history_makes_a_follow_up_standalone(client: openai.OpenAI) -> None:
         {"role": "assistant", "content": "It answers from a passage you selected [1]."},
         {"role": "user", "content": "How short may it be?"}])
     # the earlier user message made the follow-up standalone (engine/followup.py)
-    assert done.ragcore["standalone_question"] == "How short may it be? (selected-text mode)"
+    assert done.ragcore["standalone_question"] == "How short may selected-text mode be?"  # the subject in place of "it"
 
 
 def test_errors_reach_the_sdk_as_its_own_exceptions(served, client: openai.OpenAI) -> None:

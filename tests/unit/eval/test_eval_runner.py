@@ -199,8 +199,9 @@ def test_parse_sweep_types_values() -> None:
     assert parse_sweep("fusion_k=30").key == "rrf_k"
     assert parse_sweep("dedupe=true,false").values == (True, False)
     assert parse_sweep("top_k=5,5,10").values == (5, 10)
+    assert parse_sweep("collection=a,b").values == ("a", "b")  # other collections of the corpus, by name
     for bad, msg in (("top_k", "KEY=V1"), ("retrieval_mode=bm25", "choose from"), ("nope=1", "unknown setting"),
-                     ("collection=a,b", "cannot be swept"), ("threshold=x", "expected float")):
+                     ("chunk_size=a", "expected int"), ("threshold=x", "expected float")):
         with pytest.raises(SweepError, match=msg):
             parse_sweep(bad)
 
@@ -359,6 +360,8 @@ def test_evaluate_page_calibrates_the_collections_bar(app_env, tmp_path: Path) -
         assert any("(calibrated on guide\\-qa)" in c.value for c in at.caption)
         at.text_input(key="ev_folder").set_value(str(ds)).run()
         at.button(key="ev_calibrate").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        at.button(key="ev_cal_replace").click().run()  # the stored bar is replaced only once confirmed
         assert not at.exception, [e.value for e in at.exception]
         (msg,) = [s.value for s in at.success]
         assert "mini\\-qa" in msg and "answers 100% of 1 answerable" in msg and "abstains on 100% of 1" in msg
