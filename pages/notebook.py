@@ -13,6 +13,7 @@ import streamlit as st
 
 from ragcore.engine.selection import selection_problem
 from ui import firststart, share, state, streaming
+from ui.notebook.model import recent_turns
 from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
 from ui.cells import MAX_QUESTION_CHARS, render_cell
 from ui.render import md_escape, md_inline
@@ -125,15 +126,8 @@ def live() -> None:
     s = state.settings()
     context: str = ss["cfg_context"]
     if pending_here and pending_here["kind"] == "new":
-        _answer_new(pending_here["question"], context, len(cur.cells) + 1, s, _history(cur.cells))
+        _answer_new(pending_here["question"], context, len(cur.cells) + 1, s, recent_turns(cur.cells))
     _question_box()
-
-
-def _history(cells) -> list[tuple[str, str]]:
-    """The last answered questions, oldest first: a follow-up ("and how do I change it?") is read
-    with the previous question's subject (the cell shows what it was read as)."""
-    done = [c for c in cells if c.current is not None]
-    return [(c.question, str(c.current.answer.get("answer") or "")) for c in done[-3:]]
 
 
 def _answer_new(question: str, context: str, index: int, s, history: list[tuple[str, str]]) -> None:

@@ -23,18 +23,13 @@ def test_a_follow_up_shows_what_it_was_read_as() -> None:
 
 
 def test_the_notebook_passes_the_last_answered_questions() -> None:
-    from types import SimpleNamespace
+    from ui.notebook.model import Cell, Run, recent_turns
 
-    import ast
+    def cell(q: str, a: str | None) -> Cell:
+        c = Cell(question=q, context_mode="corpus")
+        if a is not None:
+            c.add_run(Run(answer={"answer": a, "status": "ok"}, outcome="ok"))
+        return c
 
-
-    from tests.conftest import REPO
-
-    src = (REPO / "pages" / "notebook.py").read_text(encoding="utf-8")
-    fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == "_history")
-    scope: dict = {}
-    exec(compile(ast.Module(body=[fn], type_ignores=[]), "pages/notebook.py", "exec"), scope)
-    cell = lambda q, a: SimpleNamespace(question=q, current=SimpleNamespace(answer={"answer": a}) if a else None)  # noqa: E731
     cells = [cell("q1", "a1"), cell("q2", None), cell("q3", "a3"), cell("q4", "a4"), cell("q5", "a5")]
-    assert scope["_history"](cells) == [("q3", "a3"), ("q4", "a4"), ("q5", "a5")]
-
+    assert recent_turns(cells) == [("q3", "a3"), ("q4", "a4"), ("q5", "a5")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from ragcore.storage.store import utc_now
 from ragcore.types import format_locator
@@ -184,3 +184,10 @@ class Notebook:
 
 
 # --------------------------------------------------------------------------- persistence
+
+
+def recent_turns(cells: Sequence[Cell], n: int = 3) -> list[tuple[str, str]]:
+    """The last ``n`` answered questions with their answers, oldest first: the history a new question
+    is asked with, so a follow-up ("and how do I change it?") is read with the previous subject."""
+    done = [c for c in cells if c.current is not None]
+    return [(c.question, c.current.text) for c in done[-n:]]  # type: ignore[union-attr]
