@@ -2,10 +2,18 @@
 
 ``Engine.stream`` runs in a pump thread that puts events on a queue; the script thread
 renders them (and ticks every 0.1 s, so it stays interruptible while a slow model has not
-sent its first token). Pressing Stop — or any other widget — makes Streamlit rerun the
-script: the next ``st.*`` call raises inside the render loop, and the ``finally`` clause
-sets the cancel event, closes the engine's stream (which closes the LLM's HTTP response)
-and saves the cell with what arrived so far, outcome "cancelled". Nothing vanishes.
+sent its first token). Two ways a run is stopped, both ending the same way — the cancel
+event is set, the engine's stream closed (which closes the LLM's HTTP response) and the
+cell saved with what arrived so far, outcome "cancelled". Nothing vanishes.
+
+- Stop pressed while the answer streams inside a fragment (the notebook's question box is
+  one): Streamlit queues a click on a fragment's widget until the running script ends — only
+  a full-app rerun or ``st.rerun(scope="fragment")`` preempts a run — so the click would wait
+  for the whole answer. The render loop looks at the queued request instead
+  (:func:`pressed_since_run_began`) and stops the stream itself; the queued fragment run then
+  draws the stopped cell.
+- Any full-app rerun (another widget outside a fragment, a closed tab): the next ``st.*``
+  call raises inside the render loop and the ``finally`` clause stops the stream.
 
 With ``runner.fastReruns`` (Streamlit's default) the next run starts in a new thread while
 this one is being stopped; it waits for the save (``st.session_state["rc_inflight"]``)
@@ -73,6 +81,32 @@ def _is_interruption(exc: BaseException) -> bool:
     return isinstance(exc, (ScriptControlException, KeyboardInterrupt, GeneratorExit))
 
 
+def pressed_since_run_began(key: str) -> bool:
+    """Whether the browser pressed the button ``key`` (a trigger widget of this run) after this run
+    began: a rerun request carrying its trigger is waiting. Reads Streamlit's pending request
+    (``ScriptRunContext.script_requests``), the one place a fragment's click is visible before the
+    running script ends; on a Streamlit without it this says False and Stop falls back to waiting."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+        from streamlit.runtime.state.common import user_key_from_element_id
+    except ImportError:  # pragma: no cover
+        return False
+    ctx = get_script_run_ctx(suppress_warning=True)
+    requests = getattr(ctx, "script_requests", None)
+    lock = getattr(requests, "_lock", None)
+    if lock is None:
+        return False
+    with lock:
+        if getattr(requests, "_state", None) != ScriptRequestType.RERUN:
+            return False
+        states = getattr(getattr(requests, "_rerun_data", None), "widget_states", None)
+    if states is None:
+        return False
+    return any(w.WhichOneof("value") == "trigger_value" and w.trigger_value and user_key_from_element_id(w.id) == key
+               for w in states.widgets)
+
+
 def selection_input(cell: Cell) -> SelectionInput | None:
     sel = cell.selection
     if not sel or cell.context_mode == "corpus":
@@ -89,6 +123,7 @@ class _View:
     status: Any
     sources: Any
     body: Any
+    stop_key: str
 
 
 def _streaming_view(cell: Cell, title: str) -> _View:
@@ -96,33 +131,37 @@ def _streaming_view(cell: Cell, title: str) -> _View:
     # would keep the streaming view's (current-run) children around it
     final_slot = st.empty()
     slot = st.empty()
+    stop_key = f"stop_{cell.id}_{len(cell.runs)}"
     with slot.container(border=True):
         top = st.columns([0.86, 0.14], vertical_alignment="center")
         top[0].markdown(f"**{md_escape(title)}** {md_escape(cell.question)}")
         with top[1]:
-            st.button("Stop", key=f"stop_{cell.id}_{len(cell.runs)}", icon=":material/stop_circle:",
+            st.button("Stop", key=stop_key, icon=":material/stop_circle:",
                       help="Stop generating; the text so far is kept and the cell is marked cancelled.")
         status = st.empty()
         status.caption("Retrieving evidence…")
         sources = st.empty()
         body = st.empty()
-    return _View(final_slot, slot, status, sources, body)
+    return _View(final_slot, slot, status, sources, body, stop_key)
 
 
-def _draw_events(pump: Pump, recorder: RunRecorder, view: _View, collection: str) -> None:
-    """Feed the stream's events to the recorder and draw them, until the stream ends."""
+def _draw_events(pump: Pump, recorder: RunRecorder, view: _View, collection: str) -> bool:
+    """Feed the stream's events to the recorder and draw them, until the stream ends (True) or
+    the analyst pressed Stop (False)."""
     t0 = time.perf_counter()
     last_draw = 0.0
     targets: dict[int, str] = {}
     while True:
         item = pump.get(timeout=0.1)
         now = time.perf_counter()
+        if pressed_since_run_began(view.stop_key):
+            return False
         if item is None:
             label = "Generating" if recorder.has_sources else "Retrieving evidence"
             view.status.caption(f"{label}… {now - t0:.1f} s")
             continue
         if item is _END:
-            return
+            return True
         if isinstance(item, BaseException):
             raise item
         recorder.feed(item)
@@ -169,13 +208,13 @@ def stream_cell(
 ) -> bool:
     """Run ``cell``'s question now, rendering into the page, and save the run.
 
-    When it finished, ``render_final(cell)`` draws the finished cell in the same place (no
-    rerun needed). Returns True when the answer finished, False when it was cut off.
+    When it finished or the analyst pressed Stop, ``render_final(cell)`` draws the cell in the
+    same place (no rerun needed). Returns True when the answer finished, False when it was cut off.
     """
     s = state.settings().with_(collection=collection)
     recorder = _recorder(rt, cell, collection, s)
     cancel = threading.Event()
-    finished = False
+    finished = stopped = False
     failure: BaseException | None = None
     # Streamlit's fast reruns start the next run in a new thread while this one is still being
     # stopped; the next run waits on this event before it reads the notebook (state.load_notebook)
@@ -189,8 +228,8 @@ def stream_cell(
             cell.question, collection=collection, settings=s, context=cell.context_mode,  # type: ignore[arg-type]
             selection=selection_input(cell), cancel=cancel, history=tuple(history),
         )
-        _draw_events(Pump(gen, cancel), recorder, view, collection)
-        finished = True
+        stopped = not _draw_events(Pump(gen, cancel), recorder, view, collection)
+        finished = not stopped
     except BaseException as exc:
         if not _is_interruption(exc):  # a real failure: record it as an error, not as "stopped"
             failure = exc
@@ -201,9 +240,9 @@ def stream_cell(
             cancel.set()
         # only disk I/O from here on: after an interruption Streamlit must not be called again
         cell.add_run(recorder.finish(cancelled=not finished and failure is None))
-        if not finished:
+        if not finished and not stopped:
             _save(rt, cell, collection, saved, report=False)
-    # finished: the answer is drawn first, then saved (the save parses and writes the whole notebook
+    # finished or stopped by the Stop button: the answer is drawn first, then saved (the save parses and writes the whole notebook
     # file, a second or more in a long notebook on a loaded machine); an interruption while drawing
     # still saves it (the finally below), and the next run waits for the save (rc_inflight)
     try:

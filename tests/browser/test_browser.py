@@ -594,8 +594,6 @@ def _watch_cold_start(page, url: str, tmp_path: Path) -> tuple[float, float]:
 
 def _stop_a_slow_answer(page, base: str, tmp_path: Path) -> None:
     """Connect a slow model on the Settings page, start an answer, press Stop."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     server = ScriptedOpenAIServer()
     server.start()
     try:
@@ -618,13 +616,10 @@ def _stop_a_slow_answer(page, base: str, tmp_path: Path) -> None:
         box.fill(QUESTION)  # its evidence is warm: the model's tokens start at once
         box.press("Enter")
         page.get_by_text("token5").first.wait_for(timeout=40_000)
+        # the answer streams inside the notebook's fragment, whose clicks Streamlit queues until the
+        # run ends: Stop must still end it within seconds (ui/streaming.py, pressed_since_run_began)
         page.get_by_role("button", name="Stop").click()
-        try:
-            page.get_by_text("Stopped by the analyst").first.wait_for(timeout=20_000)
-        except PlaywrightTimeout:
-            # Known since this session's merges: in the browser the streamed answer runs on after Stop
-            # (AppTest's Stop tests in tests/app/test_app_streaming.py pass). Tracked on issue 31.
-            pytest.xfail("Stop does not interrupt a streamed answer in the browser")
+        page.get_by_text("Stopped by the analyst").first.wait_for(timeout=20_000)
         req = server.generation_requests()[-1]
         assert req.disconnected.wait(10), "Stop closed the model's HTTP stream"
         assert "token199" not in page.content()
