@@ -30,6 +30,25 @@ if rt.info(collection) is None and firststart.building(rt, collection) is None:
 
 nb = state.load_notebook(rt, collection)
 pending = ss.pop("nb_pending", None)
+
+
+def _follow_link() -> tuple[Cell | None, str | None]:
+    """A link that opened the notebook (?cell=…&q=…): (the cell to scroll to, a question to ask). The
+    link's question picks its cell when the notebook has it (the latest so asked), else it is asked."""
+    url_cell, q = share.link_target(ss)
+    cell = nb.get(url_cell) if url_cell else None
+    if q and (cell is None or cell.question.strip() != q):
+        cell = next((c for c in reversed(nb.cells) if c.question.strip() == q and c.current is not None), None)
+        if cell is None:
+            return None, q
+    return cell, None
+
+
+link_cell, link_ask = _follow_link()
+if link_ask and not pending:
+    pending = {"kind": "new", "question": link_ask}
+if link_cell is not None:
+    ss["nb_selected_cell"] = link_cell.id
 stale = rt.staleness(collection)
 stale_notice = (f"Answered from '{collection}' while its folder has changes ({stale.summary()}): the answer may miss "
                 "them. Bring it up to date below." if stale is not None and stale.stale else None)
@@ -109,6 +128,10 @@ def _draw_cells(cells: list[Cell], first_index: int, pending: dict | None) -> No
 frozen = len(nb.cells)  # the cells this full run draws; the fragment draws those answered after it
 ss["nb_frozen"] = (collection, frozen)
 _draw_cells(list(nb.cells), 1, pending)
+if link_cell is not None:  # outlined above (selected); bring it into view once it is drawn
+    st.html(share.scroll_to_cell_js(link_cell.id), unsafe_allow_javascript=True)
+_sel = nb.get(ss.get("nb_selected_cell") or "")
+share.write(share.notebook_params(_sel.id, _sel.question) if _sel is not None else {})  # a link reproduces it
 
 
 @st.fragment
@@ -141,10 +164,10 @@ def _answer_new(question: str, context: str, index: int, s, history: list[tuple[
     if not firststart.wait_for_demo(rt, collection):
         ss["nb_pending"] = {"kind": "new", "question": question}  # asked again on the next run
         return
+    ss["nb_selected_cell"] = cell.id  # the newest answer is the selected cell: outlined when drawn, named in the URL
     try:
         streaming.stream_cell(rt, cell, collection, title=f"{index}.", render_final=_renderer(index), history=history)
-        ss["nb_selected_cell"] = cell.id
-        share.set_param(share.CELL_PARAM, cell.id)
+        share.write(share.notebook_params(cell.id, cell.question))
     except Exception as exc:  # noqa: BLE001
         state.show_error(exc, "Answering")
 

@@ -1,7 +1,9 @@
 """Shareable state: the collection, the selected cell and the lab's setup in the page's URL.
 
 ``st.query_params`` carries them, so a reload keeps the collection and a link reproduces a lab
-setup or points at a cell. Values read from a URL are validated and clamped like the widgets'
+setup or points at a cell. ``q`` is the question of the page the link opens: the lab's, or on the
+notebook the selected cell's (the cell is scrolled to; when the notebook has no such cell, the
+question is asked). Values read from a URL are validated and clamped like the widgets'
 own (a hand-edited link cannot put the app in a state its controls could not reach); a value that
 does not parse is ignored.
 """
@@ -9,6 +11,9 @@ does not parse is ignored.
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
+
+import json
+import re
 
 import streamlit as st
 
@@ -60,6 +65,8 @@ LAB_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "prf_w": ("lab_prf_weight", _float(0.0, 1.0)),
 }
 CELL_PARAM = "cell"
+QUESTION_PARAM = "q"
+MAX_URL_QUESTION = 2000  # the notebook's own limit (ui/cells.py MAX_QUESTION_CHARS)
 
 
 def parse_params(params: Mapping[str, str]) -> dict[str, Any]:
@@ -79,22 +86,53 @@ def parse_params(params: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def _shared(params: Mapping[str, Any]) -> str:
-    """The part of a URL's parameters this module reads, as one comparable string."""
-    keys = (*LAB_PARAMS, CELL_PARAM)
-    return "&".join(f"{k}={params[k]}" for k in keys if params.get(k) not in (None, ""))
+def adopt_url(session: Any) -> bool:
+    """An opened link or a reload starts a new session: on its first run, take the lab's setup and
+    the selected cell from the URL. Returns whether this was that first run.
 
-
-def adopt_url(session: Any) -> None:
-    """An opened link or a reload (a new session, or Streamlit resuming this one): take the lab's setup
-    and the selected cell from the URL, once per distinct URL, and never the URL this session wrote
-    itself (it may lag behind a control the analyst is moving)."""
-    seen = _shared(dict(st.query_params))
-    if seen == session.get("rc_url_seen"):
-        return
-    session["rc_url_seen"] = seen
-    for key, value in parse_params(dict(st.query_params)).items():
+    Only then: later in a session the URL holds what the session itself wrote, or — while the browser
+    has not yet caught up with a newer write — an older one. Adopting such an echo brought a lab's
+    old threshold back (thr=0.0 after the slider had moved to 0.29), since a comparison with the last
+    write cannot tell an echo from a new link; inside the app a new link is always a new session."""
+    if session.get("rc_url_adopted"):
+        return False
+    session["rc_url_adopted"] = True
+    params = dict(st.query_params)
+    for key, value in parse_params(params).items():
         session[key] = value
+    if "nb_selected_cell" in session:
+        session["rc_url_cell"] = session["nb_selected_cell"]  # scrolled to when the link opens the notebook
+    q = str(params.get(QUESTION_PARAM) or "").strip()[:MAX_URL_QUESTION]
+    if q:
+        session["rc_url_question"] = q  # for the notebook, when the link opens it (link_question)
+    return True
+
+
+def link_target(session: Any) -> tuple[str | None, str | None]:
+    """The cell and the question of the link this session was opened with, once; app.py's frame
+    drops them after the first page ran, so going to the notebook later does not ask a lab link's question."""
+    return session.pop("rc_url_cell", None), session.pop("rc_url_question", None)
+
+
+def notebook_params(cell_id: str | None, question: str | None) -> dict[str, str]:
+    """The notebook's URL: the selected cell and its question (a link to it reproduces the question)."""
+    if not cell_id:
+        return {}
+    out = {CELL_PARAM: cell_id}
+    if question and len(question) <= MAX_URL_QUESTION:
+        out[QUESTION_PARAM] = question
+    return out
+
+
+def scroll_to_cell_js(cell_id: str) -> str:
+    """A script that scrolls the notebook to the cell ``cell_id`` (outlined as the selected one) once
+    it is drawn. The id is checked (letters and digits, as the notebook makes them) and JSON-quoted."""
+    if not re.fullmatch(r"[A-Za-z0-9]{1,40}", cell_id):
+        raise ValueError(f"not a cell id: {cell_id!r}")
+    selector = json.dumps(f".st-key-cell_{cell_id}_sel")
+    return ("<script>(() => { let n = 0; const t = setInterval(() => { const el = document.querySelector(" + selector
+            + "); if (el || ++n > 150) { clearInterval(t); if (el) el.scrollIntoView({block: 'start'}); } }, 100); })();"
+            "</script>")
 
 
 def lab_params(session: Mapping[str, Any], base: Any) -> dict[str, str]:
@@ -121,7 +159,6 @@ def write(params: Mapping[str, str], *, keep: tuple[str, ...] = ("collection",))
     current = {k: qp.get(k) for k in qp.keys()}
     wanted = {k: v for k, v in current.items() if k in keep}
     wanted.update({k: str(v) for k, v in params.items() if v is not None})
-    st.session_state["rc_url_seen"] = _shared(wanted)  # this session's own state: not a link to adopt
     if wanted != current:
         qp.from_dict(wanted)
 
@@ -134,5 +171,3 @@ def set_param(name: str, value: str | None) -> None:
             del qp[name]
     elif qp.get(name) != value:
         qp[name] = value
-    if name == CELL_PARAM:
-        st.session_state["rc_url_seen"] = _shared({**{k: qp.get(k) for k in qp.keys()}, name: value})

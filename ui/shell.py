@@ -62,7 +62,8 @@ def in_frame() -> bool:
 
 # Layout rules that Streamlit's own CSS lacks, for windows down to 1024 px (about 700 px beside the
 # sidebar): button labels and segmented options wrap instead of being cut, the passages panel goes
-# below the answer when the main area is narrow, the selected cell is outlined, the notebook's
+# below the answer when the main area is narrow, the selected cell is outlined (its key ends in _sel, which is
+# not the last of its classes), the notebook's
 # chat box stays in view at the bottom of the page. Only the app's own class names and Streamlit's
 # data-testids are styled; no document text is involved.
 APP_CSS = """<style>
@@ -77,7 +78,7 @@ button [data-testid="stMarkdownContainer"] p{white-space:normal;overflow-wrap:an
   [class*="st-key-ans_"] [data-testid="stHorizontalBlock"]{flex-wrap:wrap}
   [class*="st-key-ans_"] [data-testid="stColumn"]{flex:1 1 100% !important;width:100% !important;min-width:100%}
 }
-[class*="st-key-cell_"][class$="_sel"]{outline:2px solid #0969da;outline-offset:2px}
+[class*="st-key-cell_"][class*="_sel "],[class*="st-key-cell_"][class$="_sel"]{outline:2px solid #0969da;outline-offset:2px}
 .st-key-nb_chatbox{position:sticky;bottom:0;z-index:5;background:#fff;padding:.4rem 0 .6rem}
 </style>"""
 
@@ -186,6 +187,8 @@ def run_app() -> None:
         page.run()
     finally:
         _frame.active = False
+        for key in ("rc_url_cell", "rc_url_question"):  # a link's cell and question are for the page it opened (ui/share.py)
+            st.session_state.pop(key, None)
 
 
 def ensure_frame() -> None:

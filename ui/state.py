@@ -197,19 +197,26 @@ def init_session(rt: Runtime) -> None:
         ss["rc_settings_problems"] = loaded.problems
     from .share import adopt_url
 
-    adopt_url(ss)  # a link's lab setup and selected cell
+    first_run = adopt_url(ss)  # a link's lab setup and selected cell
     base: RagcoreSettings = ss["rc_base"]
     ss.setdefault("cfg_collection", base.collection)
     ss.setdefault("cfg_context", "corpus")
     ss.setdefault("cfg_mode", base.retrieval_mode)
     ss.setdefault("cfg_top_k", int(min(max(base.top_k, 1), TOP_K_MAX)))
     ss.setdefault("cfg_threshold", float(min(max(base.threshold, 0.0), 1.0)))
-    # a citation link names its collection: follow it once per distinct link
-    qp_col = st.query_params.get("collection")
-    if qp_col and qp_col != ss.get("rc_qp_collection") and qp_col != ss["cfg_collection"]:
+    # the URL's collection: a reload or a link (the session's first run), or a citation link to the
+    # viewer (it has a path) not seen before. Not otherwise: the URL may still echo a collection this
+    # session showed before the analyst switched (ui/share.py, adopt_url), with or without a path
+    qp = st.query_params
+    qp_col = qp.get("collection")
+    seen: set = ss.setdefault("rc_qp_links", set())
+    link = (qp.get("path"), qp.get("lines"), qp.get("page"), qp_col)
+    new_link = bool(link[0]) and link not in seen
+    if link[0]:
+        seen.add(link)
+    if (first_run or new_link) and qp_col and qp_col != ss["cfg_collection"]:
         if any(c.name == qp_col for c in rt.collections()):
             ss["cfg_collection"] = qp_col
-    ss["rc_qp_collection"] = qp_col
 
 
 def base_settings() -> RagcoreSettings:
@@ -371,7 +378,6 @@ def share_collection(name: str) -> None:
     """The URL names the collection, so a reload (or a copied link) opens the same one."""
     from .share import set_param
 
-    st.session_state["rc_qp_collection"] = name  # what the URL says now is this session's own choice
     set_param("collection", name)
 
 
