@@ -129,7 +129,7 @@ frozen = len(nb.cells)  # the cells this full run draws; the fragment draws thos
 ss["nb_frozen"] = (collection, frozen)
 _draw_cells(list(nb.cells), 1, pending)
 if link_cell is not None:  # outlined above (selected); bring it into view once it is drawn
-    st.html(share.scroll_to_cell_js(link_cell.id), unsafe_allow_javascript=True)
+    st.html(share.scroll_to_cell_css(link_cell.id))
 _sel = nb.get(ss.get("nb_selected_cell") or "")
 share.write(share.notebook_params(_sel.id, _sel.question) if _sel is not None else {})  # a link reproduces it
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-import json
 import re
 
 import streamlit as st
@@ -66,6 +65,7 @@ LAB_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 CELL_PARAM = "cell"
 QUESTION_PARAM = "q"
+SNAP_SECONDS = 4  # how long a linked cell holds the view while the notebook is drawn
 MAX_URL_QUESTION = 2000  # the notebook's own limit (ui/cells.py MAX_QUESTION_CHARS)
 
 
@@ -124,15 +124,16 @@ def notebook_params(cell_id: str | None, question: str | None) -> dict[str, str]
     return out
 
 
-def scroll_to_cell_js(cell_id: str) -> str:
-    """A script that scrolls the notebook to the cell ``cell_id`` (outlined as the selected one) once
-    it is drawn. The id is checked (letters and digits, as the notebook makes them) and JSON-quoted."""
+def scroll_to_cell_css(cell_id: str) -> str:
+    """CSS that brings the cell ``cell_id`` into view as the page loads, without a script (the app
+    runs none): the main area snaps to the cell while the page is drawn (a snap container re-snaps
+    as content arrives), then snapping ends, so the analyst scrolls freely. The id is checked
+    (letters and digits, as the notebook makes them)."""
     if not re.fullmatch(r"[A-Za-z0-9]{1,40}", cell_id):
         raise ValueError(f"not a cell id: {cell_id!r}")
-    selector = json.dumps(f".st-key-cell_{cell_id}_sel")
-    return ("<script>(() => { let n = 0; const t = setInterval(() => { const el = document.querySelector(" + selector
-            + "); if (el || ++n > 150) { clearInterval(t); if (el) el.scrollIntoView({block: 'start'}); } }, 100); })();"
-            "</script>")
+    return ("<style>@keyframes rc-unsnap{to{scroll-snap-type:none}}"
+            '[data-testid="stMain"]{scroll-snap-type:y mandatory;animation:rc-unsnap 1ms linear ' + str(SNAP_SECONDS) + "s forwards}"
+            f".st-key-cell_{cell_id}_sel{{scroll-snap-align:start;scroll-margin-top:3.5rem}}</style>")
 
 
 def lab_params(session: Mapping[str, Any], base: Any) -> dict[str, str]:

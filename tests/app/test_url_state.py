@@ -94,8 +94,8 @@ def test_a_notebook_link_asks_its_question_once_then_points_at_its_cell(app_env)
     ok(again)
     assert len(_cells(app_env)) == 1
     assert again.session_state["nb_selected_cell"] == cell_id  # outlined (ui/cells.py, key cell_<id>_sel)
-    scripts = [h.value for h in again.html if "scrollIntoView" in h.value]
-    assert scripts and f".st-key-cell_{cell_id}_sel" in scripts[0]
+    styles = [h.value for h in again.html if "scroll-snap-align" in h.value]
+    assert styles and f".st-key-cell_{cell_id}_sel" in styles[0] and "<script" not in styles[0]
     assert _qp(again).get("cell") == cell_id
 
 
@@ -110,9 +110,9 @@ def test_a_lab_link_does_not_ask_its_question_in_the_notebook(app_env):
     assert "cell" not in _qp(at) and "thr" not in _qp(at)  # the notebook's URL drops the lab's setup
 
 
-def test_scroll_script_takes_only_a_cell_id():
-    from ui.share import scroll_to_cell_js
+def test_the_scroll_css_takes_only_a_cell_id():
+    from ui.share import scroll_to_cell_css
 
-    assert ".st-key-cell_abc123_sel" in scroll_to_cell_js("abc123")
+    assert ".st-key-cell_abc123_sel{" in scroll_to_cell_css("abc123")
     with pytest.raises(ValueError):
-        scroll_to_cell_js('x");alert(1);("')
+        scroll_to_cell_css("x}</style><script>alert(1)</script>")

@@ -26,6 +26,7 @@ import pytest
 from tests.conftest import REPO
 from tests.support.app_support import AppServer
 from tests.support.openai_server import ScriptedOpenAIServer, Text
+from ui.share import SNAP_SECONDS
 
 ROOT = REPO
 CHROMIUM = "/usr/bin/chromium"
@@ -351,6 +352,12 @@ def test_a_notebook_link_asks_its_question_and_a_cell_link_scrolls_to_it(server,
     assert got["outline"] == "solid" and 0 <= got["top"] < got["height"] / 2 and got["scrolled"] > 0, got
     assert page.locator("[class*='st-key-cell_']").count() == n_cells, "opening the link again asked nothing new"
     _shot(page, shots, "2c-notebook-cell-link")
+    # the view is the analyst's again: scrolling up stays up (the snap to the cell has ended)
+    time.sleep(SNAP_SECONDS)
+    page.mouse.move(800, 300)
+    page.mouse.wheel(0, -5000)
+    time.sleep(1.0)
+    assert page.evaluate(_IN_VIEW_JS, box)["scrolled"] < got["scrolled"] - 200, "the page snapped back to the cell"
 
 
 # the lab's chunk table (ui/labtable.py, in st.html): overflow of its box, and where the score headers end
@@ -506,6 +513,33 @@ def test_every_page_fits_1024_and_1400_px_and_a_link_reproduces_a_lab_setup(serv
         page.get_by_role("tab", name=tab).click()
         _idle(page)
         _fits(page, shots, f"library-{tab.lower()}")
+
+
+def test_the_viewer_marks_what_an_answer_quoted_from_its_selection(server, page, shots):
+    doc = "05-scores-top-k-and-threshold.md"
+    page.goto(server.url + "/")
+    _wait_ready(page)  # run alone, this test meets the cold start
+    page.goto(server.url + f"/library?collection=guide&path={doc}&lines=49-59")
+    page.locator(".rc-src .rc-line.sel").first.wait_for(timeout=120_000)
+    _idle(page)
+    q = page.get_by_role("textbox", name="Question about these lines")
+    q.fill(QUESTION)
+    q.press("Enter")
+    _idle(page)
+    page.get_by_role("button", name="Ask").click()
+    page.locator(".rc-cites").first.wait_for(timeout=120_000)
+    _idle(page)
+    # the viewer marks the lines the answer quoted, all of them inside the selection
+    quoted = page.locator(".rc-src[data-path='%s'] .rc-line.q" % doc)  # the viewer's, not the cited-passages panel's
+    quoted.first.wait_for()
+    rows = quoted.evaluate_all("els => els.filter(e => !e.closest('.rc-cites')).map(e => [e.getAttribute('data-line'), e.className])")
+    numbers = [int(n) for n, _ in rows]
+    assert numbers and all(49 <= n <= 59 for n in numbers), numbers
+    assert all("sel" in c.split() for _, c in rows), rows  # quoted lines are selected lines
+    # beside the answer: the passage's support and whether it answers the question
+    head = page.locator(".rc-cites .rc-cite:visible .rc-head").first.inner_text()
+    assert re.search(r"from your selection · support \d\.\d\d · answers the question \d\.\d\d", head), head
+    _shot(page, shots, "3b-viewer-quoted-selection")
 
 
 def _big_folder(root: Path, files: int = 80, words: int = 2500) -> Path:
