@@ -20,7 +20,7 @@ from ui import library_admin, state, streaming
 from ui.notebook import Cell
 from ui.cells import render_cell
 from ui.render import md_code, md_inline
-from ui.viewer import load_source, viewer_html
+from ui.viewer import load_source, quoted_selection_lines, viewer_html
 
 rt = shell.page_init()
 ss = st.session_state
@@ -150,7 +150,15 @@ with tab_view:
                     centre = hl or selection
                     lo = max(first, centre[0] - 12)
                     window = (lo, max(centre[1] + 40, lo + 60))
-                st.html(viewer_html(view, page=page, highlight=hl, selection=selection, window=window))
+                viewer_slot = st.empty()
+
+                def _draw_viewer(answered: Cell | None) -> None:
+                    """The viewer, with the lines the latest answer about a selection here quoted marked."""
+                    cits = answered.current.citations if answered is not None and answered.current is not None else ()
+                    viewer_slot.html(viewer_html(view, page=page, highlight=hl, selection=selection, window=window,
+                                                 quoted_lines=quoted_selection_lines(cits, path, page)))
+
+                _draw_viewer(state.load_notebook(rt, collection).get(ss.get("lib_last_cell") or ""))
                 if window and (window[0] > first or window[1] < last):
                     st.caption(f"Showing lines {max(window[0], first)}–{min(window[1], last)} of {first}–{last}; "
                                "turn on *Show the whole document* to read it all.")
@@ -186,18 +194,20 @@ with tab_view:
                     sel_from, sel_to = int(ss["lib_from"]), int(ss["lib_to"])
                     if sel_to < sel_from:
                         sel_from, sel_to = sel_to, sel_from
-                    text = view.text_between(sel_from, sel_to, page)
+                    text, numbers = view.selected(sel_from, sel_to, page)  # each text line with its own line number
                     if not (lib_q or "").strip():
                         st.error("Type a question about the selected lines first.", icon=":material/error:")
                     elif problem := selection_problem(text, s.min_selection_chars):
                         st.error(problem, icon=":material/error:")
                     else:
                         cell = Cell(question=lib_q.strip(), context_mode=ctx,  # type: ignore[arg-type]
-                                    selection={"text": text, "source": path, "start_line": sel_from})
+                                    selection={"text": text, "source": path, "start_line": sel_from, "page": page,
+                                               "line_numbers": list(numbers)})
                         ss["lib_last_cell"] = cell.id
                         shown = True
                         try:
                             streaming.stream_cell(rt, cell, collection, title="Selection ·", render_final=_draw)
+                            _draw_viewer(cell)
                         except Exception as exc:  # noqa: BLE001
                             state.show_error(exc, "Answering")
 
@@ -207,6 +217,7 @@ with tab_view:
                     if cell is not None:
                         if ss.pop("lib_pending_rerun", None) == cell.id:
                             streaming.stream_cell(rt, cell, collection, title="Selection ·", render_final=_draw)
+                            _draw_viewer(cell)
                         else:
                             _draw(cell)
 

@@ -40,7 +40,7 @@ def _evidence_by_n(run: Run) -> dict[int, dict[str, Any]]:
 
 
 def passage_header(c: dict[str, Any], e: dict[str, Any] | None) -> str:
-    """[n] path:lines · section · cosine / BM25 / fused · support — the cited passage's provenance."""
+    """[n] path:lines · section · cosine / BM25 / fused · support · answers — the cited passage's provenance."""
     parts = [f"[{c['n']}] {locator(c)}"]
     section = " › ".join(c.get("section") or [])
     if section:
@@ -51,6 +51,8 @@ def passage_header(c: dict[str, Any], e: dict[str, Any] | None) -> str:
         parts.append(f"cosine {fmt_score(e.get('dense_score'))} · BM25 {fmt_score(e.get('sparse_score'), 2)} · "
                      f"fused {fmt_score(e.get('fused_score'), 4)}")
     parts.append(f"support {float(c.get('support') or 0):.2f}")
+    if c.get("answers") is not None:  # whether the quoted evidence answers the question, not only backs the sentence
+        parts.append(f"answers the question {float(c['answers']):.2f}")
     return " · ".join(parts)
 
 

@@ -111,7 +111,9 @@ def selection_input(cell: Cell) -> SelectionInput | None:
     sel = cell.selection
     if not sel or cell.context_mode == "corpus":
         return None
-    return SelectionInput(text=str(sel.get("text") or ""), source=sel.get("source") or None, start_line=int(sel.get("start_line") or 1))
+    page = sel.get("page")
+    return SelectionInput(text=str(sel.get("text") or ""), source=sel.get("source") or None, start_line=int(sel.get("start_line") or 1),
+                          page=int(page) if page else None, line_numbers=tuple(int(n) for n in sel.get("line_numbers") or ()))
 
 
 @dataclass(frozen=True)

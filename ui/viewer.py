@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import html
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 from ragcore.ingest.read.loaders import LoadError, load_bytes, read_bytes
 from ragcore.engine.engine import Engine
+from ragcore.engine.selection import selection_lines
 from ragcore.types import Chunk, CollectionInfo
 
 
@@ -49,15 +50,11 @@ class SourceView:
         rows = self.rows_on(page)
         return (rows[0].no, rows[-1].end) if rows else (1, 1)
 
-    def text_between(self, start: int, end: int, page: int | None) -> str:
-        """The selected lines as one text, blank lines filling gaps, so line offsets stay exact."""
-        out: list[str] = []
-        for no in range(start, end + 1):
-            out.append("")
-        for r in self.rows_on(page):
-            if r.no >= start and r.no <= end:
-                out[r.no - start] = r.text if r.end == r.no else r.text.replace("\n", " ")
-        return "\n".join(out)
+    def selected(self, start: int, end: int, page: int | None) -> tuple[str, tuple[int, ...]]:
+        """Lines ``start``..``end`` as a selection: its text and the source line of each text line
+        (``SelectionInput.line_numbers``), so the answer's citations name the viewer's own line
+        numbers for every kind of source (an HTML page numbers several text lines alike)."""
+        return selection_lines(((r.no, r.text) for r in self.rows_on(page)), start, end)
 
     def section_of(self, start: int, end: int, page: int | None) -> str:
         for c in self.chunks:
@@ -128,10 +125,11 @@ VIEWER_CSS = """
 
 def viewer_html(
     view: SourceView, *, page: int | None, highlight: tuple[int, int] | None, selection: tuple[int, int] | None,
-    window: tuple[int, int] | None, quoted: "Callable[[str], bool] | None" = None,
+    window: tuple[int, int] | None, quoted: "Callable[[str], bool] | None" = None, quoted_lines: Collection[int] = (),
 ) -> str:
     """The rows as escaped HTML: ``highlight`` the cited lines, ``selection`` the lines to ask
-    about, ``quoted(text)`` marks the lines the answer quotes (the sentence itself)."""
+    about, ``quoted(text)`` marks the lines the answer quotes (the sentence itself), and so do
+    ``quoted_lines`` (line numbers: what an answer quoted from a selection made here)."""
     e = html.escape
     out = [VIEWER_CSS, f'<div class="rc-src" data-path="{e(view.path, quote=True)}">']
     prev_end: int | None = None
@@ -154,7 +152,7 @@ def viewer_html(
             classes.append("hl")
         if selection and r.no <= selection[1] and r.end >= selection[0]:
             classes.append("sel")
-        if quoted is not None and r.text.strip() and quoted(r.text):
+        if r.text.strip() and ((quoted is not None and quoted(r.text)) or any(r.no <= n <= r.end for n in quoted_lines)):
             classes.append("q")
         label = "" if cont else str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
         if r.end != r.no:
@@ -163,3 +161,13 @@ def viewer_html(
         out.append(f'<div class="{" ".join(classes)}" data-line="{r.no}"><span class="rc-no">{label}</span><span class="rc-txt">{text}</span></div>')
     out.append("</div>")
     return "".join(out)
+
+
+def quoted_selection_lines(citations: Iterable[Mapping[str, Any]], path: str, page: int | None) -> frozenset[int]:
+    """The lines of ``path`` (on ``page``) an answer quoted from a selection made in the viewer: its
+    citations of the selection, whose line numbers are the viewer's own (``SourceView.selected``)."""
+    out: set[int] = set()
+    for c in citations:
+        if c.get("origin") == "selection" and c.get("path") == path and (c.get("page") or None) == (page or None):
+            out.update(range(int(c.get("start_line") or 0), int(c.get("end_line") or 0) + 1))
+    return frozenset(n for n in out if n > 0)
