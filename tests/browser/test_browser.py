@@ -5,11 +5,13 @@ start: the app ingests the user guide). Cold start: Streamlit's automatic list o
 files ("app, evaluate, library…") must never appear, and the app's own navigation must appear
 within 2 s of the first response. Then: a question the guide answers, its citation read in place
 (hover and the preview beside the answer) and opened in the viewer; the lab's controls not
-changing the notebook until applied; the lab's table fitting 1280 px with every retrieval signal on
+changing the notebook until applied (also when the browser echoes the lab's older URL); a
+notebook link asking its question and bringing its cell into view; the viewer marking what an
+answer quoted from the lines selected in it; the lab's table fitting 1280 px with every retrieval signal on
 (no sideways scroll, full text on hover); the notebook's evidence table fitting 1280 and 1400 px, full text on hover;
 a background ingest that the analyst cancels while using
 the app; renaming and deleting that collection; settings surviving a restart of the app; Stop
-on a slow model. All along, the browser must fetch nothing from a host other than the app's.
+on a slow model (the answer streams inside a fragment, whose clicks Streamlit queues). All along, the browser must fetch nothing from a host other than the app's.
 Screenshots are saved in the tests' tmp folder.
 """
 
