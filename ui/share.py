@@ -10,9 +10,8 @@ does not parse is ignored.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
-
 import re
+from typing import Any, Callable, Mapping
 
 import streamlit as st
 
@@ -93,7 +92,9 @@ def adopt_url(session: Any) -> bool:
     Only then: later in a session the URL holds what the session itself wrote, or — while the browser
     has not yet caught up with a newer write — an older one. Adopting such an echo brought a lab's
     old threshold back (thr=0.0 after the slider had moved to 0.29), since a comparison with the last
-    write cannot tell an echo from a new link; inside the app a new link is always a new session."""
+    write cannot tell an echo from a new link. A link with the lab's setup or a cell opens a new
+    session; the app's own links to the source viewer stay in the session and are read where they
+    are used (the Library page; ui/state.py init_session for their collection)."""
     if session.get("rc_url_adopted"):
         return False
     session["rc_url_adopted"] = True
@@ -104,7 +105,7 @@ def adopt_url(session: Any) -> bool:
         session["rc_url_cell"] = session["nb_selected_cell"]  # scrolled to when the link opens the notebook
     q = str(params.get(QUESTION_PARAM) or "").strip()[:MAX_URL_QUESTION]
     if q:
-        session["rc_url_question"] = q  # for the notebook, when the link opens it (link_question)
+        session["rc_url_question"] = q  # for the notebook, when the link opens it (link_target)
     return True
 
 
