@@ -24,7 +24,7 @@ from typing import Sequence
 
 from ragcore.ingest.read.pdf_text import HYPHEN_MARK, PageLine
 
-__all__ = ["Bookmark", "LaidPage", "drop_furniture", "layout_lines", "rejoin_hyphens"]
+__all__ = ["Bookmark", "LaidPage", "drop_furniture", "layout_lines", "navigation_lines", "rejoin_hyphens"]
 
 _EDGE = 2  # lines at each end of a page that may be furniture
 _POS_TOL = 3.0  # points: the same height on another page
@@ -122,6 +122,25 @@ def _in_margin(ln: PageLine, height: float | None) -> bool:
     return ln.top is not None and bool(height) and not _MARGIN < ln.top / height < 1 - _MARGIN
 
 
+# --------------------------------------------------------------------------- contents and index pages
+
+# an entry of a contents page or an index: words, the dot leader (``pdf_text`` made it "…"), page numbers
+_ENTRY = re.compile(r"(?:\S.*)?…\s*(?:[\divxlcdm]+(?:\s*[-–,]\s*[\divxlcdm]+)*)\s*$", re.I)
+_NAV_SHARE = 0.5  # a page whose lines are mostly entries is a contents page or an index
+
+
+def navigation_lines(lines: Sequence[PageLine]) -> set[int]:
+    """On a contents page or an index (most of its lines are entries: "curl … 23, 133"), the
+    entries and the index's letter heads ("D"). They say where things are, not what they are:
+    chunked, they answered no question and crowded the passages that do out of the evidence
+    (an index chunk ranked among a question's six). The page itself is still shown."""
+    filled = [i for i, ln in enumerate(lines) if ln.text.strip()]
+    entries = {i for i in filled if _ENTRY.match(lines[i].text.strip())}
+    if not filled or len(entries) < _NAV_SHARE * len(filled):
+        return set()
+    return entries | {i for i in filled if len(lines[i].text.strip()) == 1}
+
+
 # --------------------------------------------------------------------------- hyphens
 
 
@@ -179,6 +198,7 @@ def layout_lines(pages: Sequence[LaidPage]) -> list[list[PageLine]]:
     bar = _para_gap(pages)
     out: list[list[PageLine]] = []
     for p, drop in zip(pages, furniture):
+        drop = drop | navigation_lines(p.lines)
         kept = [replace(ln, text="") if i in drop else ln for i, ln in enumerate(p.lines)]
         texts = rejoin_hyphens([ln.text for ln in kept], hyph)
         lines: list[PageLine] = []

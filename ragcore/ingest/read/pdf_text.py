@@ -82,10 +82,42 @@ def page_lines(page: Any) -> list[PageLine]:
                     top, size = height - top_pt, max(0.0, top_pt - bottom)
                     gap = None if prev_bottom is None else top - prev_bottom
                     prev_bottom = height - bottom
+                if placeable:
+                    part = _drop_note_marks(textpage, start + a, part)
                 out.append(PageLine(clean_line(part), top, gap, size))
         return out
     finally:
         textpage.close()
+
+
+# where a footnote's mark stands: after a word or a sentence's end ("preamble.2", "FGS.1"), or
+# opening the note's own text at the foot of the page ("2User feedback suggested…")
+_NOTE_MARK = re.compile(r"(?<=[A-Za-z)\].,;:!?’”])\d{1,2}(?=\s|$)|^\d{1,2}(?=[A-Z])")
+_SUPERSCRIPT = 0.85  # a mark is set in a smaller size than the text beside it
+
+
+def _drop_note_marks(textpage: Any, offset: int, text: str) -> str:
+    """``text`` without its footnote marks: digits set smaller and raised above the text beside
+    them. Left in, "…set by the user in the preamble.2" is no whole sentence (it does not end on
+    its full stop) and is never quoted, and "2User feedback…" reads as a number. Digits in the
+    text's own size (a version, "x2") stay. ``offset``: the text's first character in the page."""
+    import pypdfium2.raw as raw
+
+    cuts = []
+    for m in _NOTE_MARK.finditer(text):
+        beside = m.start() - 1 if m.start() > 0 else m.end()  # the character before, or the note's first letter
+        mark = raw.FPDFText_GetFontSize(textpage.raw, offset + m.start())
+        body = raw.FPDFText_GetFontSize(textpage.raw, offset + beside)
+        if mark < _SUPERSCRIPT * body and (m.start() == 0 or _raised(textpage, offset + m.start(), offset + beside)):
+            cuts.append((m.start(), m.end()))
+    for a, b in reversed(cuts):
+        text = text[:a] + text[b:]
+    return text
+
+
+def _raised(textpage: Any, mark: int, beside: int) -> bool:
+    """The mark's bottom stands above the bottom of the character beside it (a superscript)."""
+    return textpage.get_charbox(mark)[1] > textpage.get_charbox(beside)[1] + 0.5
 
 
 def _visual_lines(textpage: Any, start: int, text: str) -> list[tuple[int, int]]:

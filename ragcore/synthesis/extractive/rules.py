@@ -90,7 +90,7 @@ _LOWER_START = re.compile(r"^([a-z]+)\b(?![(._/-])")  # a plain lowercase word, 
 
 def starts_mid_sentence(unit: Unit, names: frozenset[str] = frozenset()) -> bool:
     """A sentence that opens on a plain lowercase word that is not a name here (``leans_back``)."""
-    lower = _LOWER_START.match(unit.sentence) if unit.sentence and not unit.item else None
+    lower = _LOWER_START.match(unit.sentence) if unit.sentence and not unit.item and not unit.term else None
     return bool(lower and lower.group(1) not in names)
 
 
