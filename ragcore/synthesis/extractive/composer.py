@@ -139,7 +139,8 @@ class ExtractiveComposer:
         q_terms = content_terms(question)
         out = []
         for (e, unit), cos in zip(items, unit_cos):
-            lex = len(q_terms & content_terms(unit.plain)) / len(q_terms) if q_terms else 0.0
+            terms = _asked_of(q_terms, e.chunk)
+            lex = len(terms & content_terms(unit.plain)) / len(terms) if terms else 0.0
             score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
             score += answers.bonus(unit, intent, default_q)
             if e.origin == "selection":
@@ -222,6 +223,17 @@ class ExtractiveComposer:
             if before is not None and len(before) < self.max_sentences:
                 return [*before, p]
         return [best]
+
+
+def _asked_of(q_terms: set[str], chunk: Chunk) -> set[str]:
+    """The question's words that tell a PDF's passages apart: without the words of the file's own
+    name ("york-thesis" in york-thesis.pdf), which every passage of it is about, so a sentence that
+    repeats the name ("The york-thesis class is invoked in the standard fashion.") does not outscore
+    the one that answers ("This class file is based on the report class…")."""
+    if chunk.kind != "pdf":
+        return q_terms
+    rest = q_terms - content_terms(chunk.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].replace("_", " "))
+    return rest or q_terms
 
 
 def _fit(question: str, evidence: Sequence[Evidence], cosines: list[float]) -> SelectionFit:

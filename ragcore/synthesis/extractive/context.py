@@ -21,7 +21,6 @@ answer a chain stays together, in reading order, whatever the how-to ordering do
 
 from __future__ import annotations
 
-import re
 from typing import Mapping, Sequence
 
 from ragcore.synthesis.extractive.rules import leans_back
@@ -46,8 +45,7 @@ class Antecedents:
                 self._by_n.setdefault(p.n, []).append(p)
 
     def leans(self, p: Picked) -> bool:
-        return (p.unit is not None and leans_back(p.unit, self._names.get(p.n, frozenset()))
-                and not opens_section(self._texts[p.n], p))
+        return p.unit is not None and leans_back(p.unit, self._names.get(p.n, frozenset()))
 
     def before(self, p: Picked) -> Picked | None:
         """The quotable unit right before ``p`` in its chunk (only whitespace between), or, for
@@ -97,23 +95,6 @@ class Antecedents:
             if id(p) not in anchor:
                 emit(p)
         return out
-
-
-# "This file…", "These options…": a demonstrative with its noun, not "This is…" (a pronoun)
-_DEMONSTRATIVE = re.compile(
-    r"^(?:this|these) (?!(?:is|are|was|were|means|can|could|will|would|may|might|must|should|has|have|had|does|do|"
-    r"did|makes|gives|lets|allows|works|way|case|one|also)\b)[a-z][\w-]*\b", re.I)
-_AFTER_HEADING = re.compile(r"(?:^|\n)[ \t]*[^\n]*[^\s.!?:;,][ \t]*\n[ \t]*\n[ \t]*$")
-
-
-def opens_section(text: str, p: Picked) -> bool:
-    """A section's first sentence, right after its heading, that opens on a demonstrative and its
-    noun ("This file may be formatted in either the preprint or reprint style." under
-    "Formatting"): it names what the heading and the document are about, and has no sentence
-    before it to lean on. Quotable on its own."""
-    u = p.unit
-    return bool(u is not None and u.sentence and _DEMONSTRATIVE.match(u.sentence)
-                and _AFTER_HEADING.search(text[: p.span.start]))
 
 
 def end_of(p: Picked) -> int:

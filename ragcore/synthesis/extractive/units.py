@@ -84,6 +84,8 @@ def fold(text: str) -> str:
 def units_of(chunk: Chunk) -> list[Unit]:
     text = chunk.text
     spans = sentence_spans(text)
+    if chunk.kind == "pdf":
+        spans = [piece for sp in spans for piece in _code_lines_apart(text, sp)]
     blocks = _blocks(text, spans, chunk.kind == "html", chunk.section)
     if chunk.kind == "pdf":
         blocks = sorted([*blocks, *pdf_listings(text)], key=lambda b: b.start)
@@ -277,6 +279,42 @@ def pdf_tables(text: str, blocks: list[Block]) -> list[Block]:
         a += len(text[a:b]) - len(text[a:b].lstrip())
         out.append(Block("table", a, b, "\n".join([PDF_TABLE, *lines, "```"])))
     return out
+
+
+_CODE_LINE = re.compile(r"[;{}]$|^[\w.]+ [\w.]+\(.*\);?$|^(?:\"[^\"]*\",?)+$")  # a statement, a signature, a list of strings
+
+
+def _code_lines_apart(text: str, sp: Span) -> list[Span]:
+    """A PDF loses the blank lines around a line of code, so one "sentence" ran from the prose
+    before it through the code into the prose after ("…changed with the command:", "pen
+    opacity(real opacity=1);", "The opacity can be varied from 0…operations:",
+    "\"Compatible\",\"Normal\",…"). Lines that read as code (a statement, a signature, a list of
+    strings; never a run of plain words) become code spans of their own, so the sentence before
+    them introduces them."""
+    if sp.block or sp.heading or "\n" not in text[sp.start : sp.end]:
+        return [sp]
+    out: list[Span] = []
+    pos, code_from = sp.start, None
+    for a, b, line in _line_offsets(text):
+        if b <= sp.start or a >= sp.end:
+            continue
+        a, b = max(a, sp.start), min(b, sp.end)
+        code = bool(_CODE_LINE.search(line.strip())) and not _PROSE_RUN.search(line)
+        if code and code_from is None:
+            code_from = a
+            _piece(text, pos, a, None, out)
+        elif not code and code_from is not None:
+            _piece(text, code_from, a, "code", out)
+            code_from, pos = None, a
+    _piece(text, code_from if code_from is not None else pos, sp.end, "code" if code_from is not None else None, out)
+    return out
+
+
+def _piece(text: str, a: int, b: int, block: str | None, out: list[Span]) -> None:
+    raw = text[a:b].rstrip()
+    if raw.strip():
+        lead = len(raw) - len(raw.lstrip())
+        out.append(Span(a + lead, a + len(raw), normalize_ws(raw), block=block))
 
 
 _LISTING_LINE = re.compile(r"^[ \t]*(\d{1,5})(?=\s|$)")

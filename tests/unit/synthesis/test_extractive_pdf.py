@@ -1,6 +1,6 @@
 """Answers on PDFs quote what answers (issue 30): a table row with its header, a definition-list
-entry with its term, a sentence a document opens in lower case, a section's first sentence, a
-stated default. The texts are as ragcore's PDF reader writes pages of booktabs' manual, the
+entry with its term, a sentence a document opens in lower case, a stated default, code lines
+in prose, the result of an instruction. The texts are as ragcore's PDF reader writes pages of booktabs' manual, the
 york-thesis manual and REVTeX's sample paper (Debian's TeX documentation): one line per printed
 line, an empty line at a paragraph gap. Units are found without a model; the answers run through
 the real composer and the real MiniLM model."""
@@ -123,11 +123,48 @@ def test_a_sentence_opened_in_lower_case_after_a_full_stop_is_quoted(encoder) ->
         "What paper size should be used?", _ev("sized paper should be used when submitting. Either format may be used.")).text
 
 
-def test_a_sections_first_sentence_stands_alone(encoder) -> None:
-    a = ExtractiveComposer(encoder).compose("In which styles may the REVTeX sample file be formatted?", _ev(APS, "apssamp.pdf"))
-    assert _plain(a.text).startswith("This file may be formatted in either the preprint or reprint style."), a.text
-
-
 def test_a_question_about_a_default_brings_the_sentence_that_states_it(encoder) -> None:
     a = ExtractiveComposer(encoder).compose("What are the default options of the york-thesis class?", _ev(DEPLOYMENT))
     assert "letterpaper,10pt,oneside,onecolumn,draft,openany" in a.text, a.text
+
+
+ABSTRACT = """The york-thesis class implements the York University Faculty of Graduate Studies guidelines
+for Theses and Dissertations (Spring 2005). This class file is based on the report class included
+in every LATEX distribution. All requirements are pre-programmed.
+
+2.2 Deployment
+
+The york-thesis class is invoked in the standard fashion."""
+
+MATRIX = """Type m = [a,b,c; d,e,f]. You have just entered a matrix with 2 rows and 3 columns. Note
+that the matrix is entered by rows and the rows are separated by semicolons."""
+
+PENS = """The transparency of a pen can be changed with the command:
+pen opacity(real opacity=1, string blend="Compatible");
+The opacity can be varied from 0 (fully transparent) to the default value of 1 (opaque),
+and blend specifies one of the following foreground-background blending operations:
+"Compatible","Normal","Multiply","Screen","Overlay","SoftLight",
+"HardLight","ColorDodge","ColorBurn","Darken","Lighten","Difference",
+
+as described in the PDF reference."""
+
+
+def test_the_files_own_name_does_not_pick_the_sentence(encoder) -> None:
+    a = ExtractiveComposer(encoder).compose("Which standard class is the york-thesis class based on?",
+                                            _ev(ABSTRACT, "york-thesis.pdf"))
+    assert "This class file is based on the report class" in _plain(a.text), a.text
+
+
+def test_the_result_of_an_instruction_comes_with_the_instruction(encoder) -> None:
+    a = ExtractiveComposer(encoder).compose("How do you enter a matrix with 2 rows and 3 columns in gp?", _ev(MATRIX))
+    assert _plain(a.text).startswith("Type m = [a,b,c; d,e,f]. You have just entered a matrix"), a.text
+
+
+def test_code_lines_in_pdf_prose_are_blocks_the_sentence_before_introduces() -> None:
+    units = units_of(_chunk(PENS))
+    intro = next(u for u in units if u.sentence.startswith("The opacity can be varied from 0"))
+    assert intro.sentence.endswith("blending operations:") and intro.block is not None
+    assert intro.block.text.startswith('```\n"Compatible","Normal"')
+    assert any(u.sentence.endswith("with the command:") and u.block and "pen opacity(" in u.block.text for u in units)
+    # the same text from a plain-text file is left to the usual sentence rules
+    assert not any(u.sentence.startswith("The opacity can be varied") for u in units_of(_chunk(PENS, kind="text")))
