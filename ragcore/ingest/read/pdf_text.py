@@ -71,6 +71,8 @@ def page_lines(page: Any) -> list[PageLine]:
         # a run-on line is about twice as long as the page's usual line: only those are examined
         # char by char (a character's box costs a call into PDFium)
         long = 1.5 * statistics.median([len(t) for _, t in runs if len(t) > 20] or [1_000_000])
+        if placeable:
+            runs = _lone_marks_out(textpage, runs)
         for start, text in runs:
             cut = placeable and (len(text) > long or "\ufffe" in text[:-1])
             for a, b in _visual_lines(textpage, start, text) if cut else [(0, len(text))]:
@@ -113,6 +115,23 @@ def _drop_note_marks(textpage: Any, offset: int, text: str) -> str:
     for a, b in reversed(cuts):
         text = text[:a] + text[b:]
     return text
+
+
+def _lone_marks_out(textpage: Any, runs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A footnote's mark that PDFium put on a line of its own (it is raised above the note's
+    first line), emptied: "2" over "If you declare twocolumn, …" read as a term or a number."""
+    import pypdfium2.raw as raw
+
+    out = list(runs)
+    for i, (start, text) in enumerate(runs[:-1]):
+        nxt_start, nxt = runs[i + 1]
+        first = _first_visible(nxt)
+        if not re.fullmatch(r"\s*\d{1,2}\s*", text) or first is None or not nxt[first].isalpha():
+            continue
+        mark = raw.FPDFText_GetFontSize(textpage.raw, start + _first_visible(text))
+        if mark < _SUPERSCRIPT * raw.FPDFText_GetFontSize(textpage.raw, nxt_start + first):
+            out[i] = (start, "")
+    return out
 
 
 def _raised(textpage: Any, mark: int, beside: int) -> bool:

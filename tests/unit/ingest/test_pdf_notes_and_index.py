@@ -42,6 +42,10 @@ def _with_notes(path: Path) -> bytes:
     c.drawString(72, 203, "2")
     c.setFont("Vera", 8)
     c.drawString(72 + c.stringWidth("2", "Vera", 6), 200, "User feedback suggested the old default was too small.")
+    c.setFont("Vera", 6)
+    c.drawString(72, 188, "3")  # a mark PDFium reads as a line of its own, over its note
+    c.setFont("Vera", 8)
+    c.drawString(72, 175, "If you declare twocolumn, the output may be goofy.")
     c.showPage()
     c.save()
     return path.read_bytes()
@@ -52,6 +56,7 @@ def test_footnote_marks_are_dropped_and_digits_of_the_text_kept(tmp_path: Path) 
     assert "The kern defaults to 0.5 em, but can be set by the user in the preamble." in lines, lines
     assert "Version 2 of the package ships with Python 3." in lines, lines
     assert "User feedback suggested the old default was too small." in lines, lines
+    assert "3" not in lines and "If you declare twocolumn, the output may be goofy." in lines, lines
 
 
 def _lines(*texts: str) -> list[PageLine]:
