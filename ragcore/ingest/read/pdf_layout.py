@@ -24,7 +24,8 @@ from typing import Sequence
 
 from ragcore.ingest.read.pdf_text import HYPHEN_MARK, PageLine
 
-__all__ = ["Bookmark", "LaidPage", "drop_furniture", "layout_lines", "navigation_lines", "rejoin_hyphens"]
+__all__ = ["Bookmark", "LaidPage", "drop_furniture", "layout_lines", "navigation_lines", "numbered_headings",
+           "rejoin_hyphens"]
 
 _EDGE = 2  # lines at each end of a page that may be furniture
 _POS_TOL = 3.0  # points: the same height on another page
@@ -215,6 +216,31 @@ def layout_lines(pages: Sequence[LaidPage]) -> list[list[PageLine]]:
 
 
 # --------------------------------------------------------------------------- sections
+
+_NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+\S")
+_HEADING_SIZE = 1.15  # a heading is set larger than the body text
+_HEADING_WORDS = 10
+_MIN_HEADINGS = 3  # fewer found: the document's headings are not set that way, and one stray line would section it all
+
+
+def numbered_headings(pages: Sequence[Sequence[PageLine]]) -> list[Bookmark]:
+    """Sections for a PDF without an outline: numbered lines ("2.4 Booleans and Macros", "1.1 A
+    note on terminology") set larger than the document's body text and standing as a paragraph of
+    their own. A numbered list item ("3. Put the units…") is set in the body's size and is not one."""
+    sizes = [ln.size for p in pages for ln in p if ln.size and ln.text.strip()]
+    if not sizes:
+        return []
+    body = statistics.median(sizes)
+    out: list[Bookmark] = []
+    for pno, lines in enumerate(pages):
+        for i, ln in enumerate(lines):
+            m = _NUMBERED.match(ln.text.strip())
+            if (m is None or not ln.size or ln.size < _HEADING_SIZE * body or len(ln.text.split()) > _HEADING_WORDS
+                    or (i > 0 and lines[i - 1].text.strip()) or (i + 1 < len(lines) and lines[i + 1].text.strip())):
+                continue
+            out.append(Bookmark(m.group(1).count("."), " ".join(ln.text.split()), pno, ln.top))
+    return out if len(out) >= _MIN_HEADINGS else []
+
 
 
 def sections_for(pages: Sequence[Sequence[PageLine]], marks: Sequence[Bookmark]) -> list[list[tuple[str, ...]]]:

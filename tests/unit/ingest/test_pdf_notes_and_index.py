@@ -82,3 +82,21 @@ def test_ocr_lines_split_mid_sentence_stay_one_paragraph() -> None:
     assert not continues("The inspection found the inlet valve worn.", "a replacement was fitted.")
     assert not continues("Maintenance log, Harbour Street pump house", "The inspection on 9 June found it worn.")
     assert not continues("", "recorded during the night test.")
+
+
+def test_numbered_headings_give_sections_when_there_is_no_outline() -> None:
+    from ragcore.ingest.read.pdf_layout import numbered_headings
+
+    def line(text: str, size: float = 10.0) -> PageLine:
+        return PageLine(text, 100.0, None, size)
+
+    blank = PageLine("", None)
+    body = [line(f"Body text of the manual, line {i}, set in the body's size.") for i in range(8)]
+    page = [line("2.4 Booleans and Macros", 12.5), blank, *body[:4], blank,
+            line("3. Put the units in the column heading (not in the body of the table)."), blank, *body[4:],
+            blank, line("2.4.1 Preamble Material", 12.0), blank, line("masters This boolean sets whether…"),
+            line("12.5 per cent of the runs", 12.5), line("ran on."), blank, line("3 Miscellaneous Goodies", 14.0)]
+    marks = numbered_headings([page])
+    assert [(m.level, m.title) for m in marks] == [(1, "2.4 Booleans and Macros"), (2, "2.4.1 Preamble Material"),
+                                                   (0, "3 Miscellaneous Goodies")]
+    assert numbered_headings([page[:-2]]) == []  # two are too few to tell how the document sets its headings
