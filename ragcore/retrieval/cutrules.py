@@ -10,7 +10,7 @@ the retrieval mode: it is the one score on a fixed, readable scale (fused RRF sc
 0.016 are not). When a reranker ran (retrieval/rerank.py), ``rerank_threshold`` also cuts the
 chunks whose rerank score is below it (reason "threshold" too).
 
-The per-document cap (``per_doc``; settings.evidence_per_doc) keeps the evidence spanning the
+The per-document cap (``per_doc``; settings.evidence_per_doc, off by default) keeps the evidence spanning the
 corpus: documents are ranked first (documents.py), so without it the top-K can be six chunks of one
 long page while the page that answers ranks second. At most ``per_doc`` chunks of one document are
 kept, unless that document clearly holds the answer: it holds the passage ranking's best
@@ -47,10 +47,10 @@ class CutItem:
 # answer: its chunks are not capped (one page that says it all should not give way to weaker pages)
 DOMINANT_TOP = 3
 # ... and so does the first-ranked document when its score is this many times the second's. Chosen
-# on scrapy-docs-qa and git-docs-qa (1.1 and 1.2 both raised evidence recall and citation precision
-# on both; django-docs-qa and sqlalchemy-docs-qa checked after: bench/results/issue28-trust.md)
+# offline on django-, scrapy- and git-docs-qa (1.2 raised evidence recall and citation precision on
+# all three, 1.1 less so); measured with sqlalchemy-docs-qa in bench/results/issue28-trust.md
 CLEAR_LEAD = 1.2
-EVIDENCE_PER_DOC = 2  # settings.evidence_per_doc's default (a test keeps them equal): Engine.recut's default cap
+EVIDENCE_PER_DOC = 0  # settings.evidence_per_doc's default (a test keeps them equal): Engine.recut's default cap
 
 
 def item_of_candidate(c: Candidate) -> CutItem:
