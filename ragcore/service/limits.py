@@ -113,7 +113,8 @@ class Slots:
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     def executor(self) -> ThreadPoolExecutor:
-        """Threads for blocking calls (retrievals): one per slot, so a slot never waits for a thread."""
+        """Threads for questions and blocking calls (retrievals): one per slot, so a slot never
+        waits for a thread (each task holds its slot until it ends)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.running, thread_name_prefix="ragcore-serve")
         return self._pool
