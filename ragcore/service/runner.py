@@ -157,7 +157,8 @@ async def run_blocking(slots: Slots, deadline_s: float, fn: Callable[[], Any]) -
     loop = asyncio.get_running_loop()
     fut = loop.run_in_executor(slots.executor(), fn)
     fut.add_done_callback(lambda _: slot.release())
-    try:
-        return await asyncio.wait_for(asyncio.shield(fut), max(deadline_s - (time.monotonic() - t0), 0.01))
-    except asyncio.TimeoutError:
+    try:  # asyncio.timeout, not wait_for: no extra task per request
+        async with asyncio.timeout(max(deadline_s - (time.monotonic() - t0), 0.01)):
+            return await asyncio.shield(fut)
+    except TimeoutError:
         raise ApiError(504, f"The request passed this service's deadline of {deadline_s:g} s.") from None
