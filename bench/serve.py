@@ -274,8 +274,8 @@ def _overload(data: Path, qs: list[str], clients: int, seconds: float) -> dict[s
 
 
 def summary(p: dict[str, Any]) -> str:
-    rows = "\n".join(f"| {name} | {r['requests_per_s']} | {r.get('p50_ms')} | {r.get('p95_ms')} | {r['statuses']} |"
-                     for name, r in p["runs"].items())
+    rows = "\n".join(f"| {name} | {r['requests_per_s']} | {r.get('p50_ms')} | {r.get('mean_ms')} | {r.get('p95_ms')} | "
+                     f"{r['statuses']} |" for name, r in p["runs"].items())
     o = p["overload"]
     ser = "; ".join(f"{route} {s['json_p50_ms']} ms for {s['kb_p50']} KB" for route, s in p["serialisation"].items())
     return (
@@ -285,7 +285,7 @@ def summary(p: dict[str, Any]) -> str:
         f"Both sides write the reply's JSON (the same bytes); HTTP through `http.client`, one kept-alive "
         f"connection per client. Machine: {p['machine']['cpus']} CPUs, load {p['load_avg_start']} at the start, "
         f"{p['machine']['load_avg']} at the end.\n\n"
-        f"| side route | req/s | p50 ms | p95 ms | statuses |\n|---|---|---|---|---|\n{rows}\n\n"
+        f"| side route | req/s | p50 ms | mean ms | p95 ms | statuses |\n|---|---|---|---|---|---|\n{rows}\n\n"
         f"Transport overhead at p50 (HTTP / in process − 1): "
         + ", ".join(f"{k} {v:+.1%}" for k, v in p["p50_overhead"].items()) + ".\n\n"
         f"Floor: a `/healthz` round trip, p50 {p['healthz_p50_ms']} ms. Writing the reply's JSON (both sides, "
