@@ -110,6 +110,8 @@ def merged(parts: list[dict[str, Any]]) -> dict[str, Any]:
     codes = sum((p["codes"] for p in parts), Counter())
     wall = sum(p["wall"] for p in parts)
     out = {"requests_per_s": round(codes[200] / wall, 2), "statuses": {str(k): v for k, v in sorted(codes.items())}}
+    if all("cpu" in p for p in parts) and codes[200]:
+        out["cpu_ms_per_request"] = round(sum(p["cpu"] for p in parts) / sum(codes.values()) * 1e3, 2)
     return {**out, **(pcts(lat) if lat else {"n": 0})}
 
 
@@ -183,15 +185,25 @@ def _floor(port: int, n: int = 200) -> float:
     return pcts(ms)["p50_ms"]
 
 
-def _measure(calls, qs: list[str], clients: int, seconds: float, rounds: int) -> dict[str, Any]:
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, every thread) process ``pid`` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measure(calls, qs: list[str], clients: int, seconds: float, rounds: int, server_pid: int) -> dict[str, Any]:
     """Every side × route × client count, in ``rounds`` slices of ``seconds / rounds`` with the
-    sides' order flipped each round (ABBA), so drifting machine load falls on both sides alike."""
+    sides' order flipped each round (ABBA), so drifting machine load falls on both sides alike.
+    Each slice also counts the CPU time spent (this process, plus the server's for HTTP): unlike
+    wall time, it hardly moves with the load the other tenants of the machine put on it."""
     slices: dict[str, list[dict[str, Any]]] = {}
     for k in (1, clients):  # one client: the transport alone; many: the transport under contention
         for route in ROUTES:
             for r in range(rounds):
                 for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
+                    c0, s0 = cpu_s(os.getpid()), cpu_s(server_pid)
                     part = hammer(calls[(side, route)], qs, k, seconds / rounds, start=r * k)
+                    part["cpu"] = cpu_s(os.getpid()) - c0 + (cpu_s(server_pid) - s0 if side == "http" else 0.0)
                     slices.setdefault(f"{side} {route} ×{k}", []).append(part)
     return {name: merged(parts) for name, parts in slices.items()}
 
@@ -236,7 +248,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
                     getattr(call, "close", lambda: None)()
             rss_start = rss_mb(proc.pid)
             floor = _floor(port)
-            runs = _measure(calls, qs, clients, seconds, rounds)
+            runs = _measure(calls, qs, clients, seconds, rounds, proc.pid)
             rss_end = rss_mb(proc.pid)
         finally:
             proc.terminate()
@@ -244,11 +256,11 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
         overload = _overload(data, qs, clients * 2, seconds / 2)
         serialisation = _serialisation(eng, qs[:32])
         eng.close()
-    overhead = {f"{r} ×{k}": round(runs[f"http {r} ×{k}"]["p50_ms"] / runs[f"in_process {r} ×{k}"]["p50_ms"] - 1, 3)
-                for k in (1, clients) for r in ROUTES}
+    overhead, cpu_overhead = ({f"{r} ×{k}": round(runs[f"http {r} ×{k}"][key] / runs[f"in_process {r} ×{k}"][key] - 1, 3)
+                               for k in (1, clients) for r in ROUTES} for key in ("p50_ms", "cpu_ms_per_request"))
     payload = {"bench": "serve", "when": utc_now(), "machine": machine(), "load_avg_start": load_start, "chunks": n,
                "clients": clients, "seconds_per_phase": seconds, "rounds": rounds, "questions": len(qs), "runs": runs,
-               "p50_overhead": overhead, "healthz_p50_ms": floor, "serialisation": serialisation,
+               "p50_overhead": overhead, "cpu_overhead": cpu_overhead, "healthz_p50_ms": floor, "serialisation": serialisation,
                "server_rss_mb": {"start": rss_start, "end": rss_end, "growth": round(rss_end / rss_start - 1, 3)},
                "overload": overload}
     write(results_dir, "serve", payload, summary(payload) + notes(results_dir / "serve.md"))
@@ -275,7 +287,7 @@ def _overload(data: Path, qs: list[str], clients: int, seconds: float) -> dict[s
 
 def summary(p: dict[str, Any]) -> str:
     rows = "\n".join(f"| {name} | {r['requests_per_s']} | {r.get('p50_ms')} | {r.get('mean_ms')} | {r.get('p95_ms')} | "
-                     f"{r['statuses']} |" for name, r in p["runs"].items())
+                     f"{r.get('cpu_ms_per_request')} | {r['statuses']} |" for name, r in p["runs"].items())
     o = p["overload"]
     ser = "; ".join(f"{route} {s['json_p50_ms']} ms for {s['kb_p50']} KB" for route, s in p["serialisation"].items())
     return (
@@ -285,9 +297,11 @@ def summary(p: dict[str, Any]) -> str:
         f"Both sides write the reply's JSON (the same bytes); HTTP through `http.client`, one kept-alive "
         f"connection per client. Machine: {p['machine']['cpus']} CPUs, load {p['load_avg_start']} at the start, "
         f"{p['machine']['load_avg']} at the end.\n\n"
-        f"| side route | req/s | p50 ms | mean ms | p95 ms | statuses |\n|---|---|---|---|---|---|\n{rows}\n\n"
+        f"| side route | req/s | p50 ms | mean ms | p95 ms | CPU ms/request | statuses |\n|---|---|---|---|---|---|---|\n{rows}\n\n"
         f"Transport overhead at p50 (HTTP / in process − 1): "
         + ", ".join(f"{k} {v:+.1%}" for k, v in p["p50_overhead"].items()) + ".\n\n"
+        f"Transport overhead in CPU time per request (server + client / in process − 1): "
+        + ", ".join(f"{k} {v:+.1%}" for k, v in p["cpu_overhead"].items()) + ".\n\n"
         f"Floor: a `/healthz` round trip, p50 {p['healthz_p50_ms']} ms. Writing the reply's JSON (both sides, "
         f"one thread, p50): {ser}.\n\n"
         f"Server RSS: {p['server_rss_mb']['start']} MB after warm-up, {p['server_rss_mb']['end']} MB at the end "
