@@ -16,12 +16,15 @@ waiting on itself) is the rest.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ragcore.settings.config import RagcoreSettings
 
@@ -79,16 +82,28 @@ def _run_direct(groups: Sequence[list[str]], settings: RagcoreSettings, model: s
     return {"seconds": round(secs, 2), "texts": n, "texts_per_s": round(n / secs, 1), "requests": len(groups)}
 
 
+@contextlib.contextmanager
+def _scripted_server(ms: float) -> Iterator[str]:
+    """The scripted embeddings server in a process of its own, as a real endpoint is: in this process it
+    would wait on ragcore's GIL (parsing holds it) and slow both sides unequally."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.scripted_embeddings", "--dim", "384", "--ms", str(ms)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings: RagcoreSettings, model: str,
                    runs: int = 2, server: str = "", scripted_ms: float | None = None) -> dict[str, Any]:
     """``scripted_ms``: against the scripted protocol server on 127.0.0.1, taking that many milliseconds
     per text, one request at a time (ragcore's share measured without a real model server)."""
     if scripted_ms is not None:
-        from tests.support.scripted_embeddings import ScriptedEmbeddingServer
-
-        with ScriptedEmbeddingServer(dim=384, seconds_per_text=scripted_ms / 1e3) as srv:
-            label = server or f"the scripted protocol server on 127.0.0.1 at {scripted_ms:g} ms per text, one request at a time"
-            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=srv.base_url), model, runs, label)
+        with _scripted_server(scripted_ms) as url:
+            label = server or f"the scripted protocol server (its own process on 127.0.0.1) at {scripted_ms:g} ms per text, one request at a time"
+            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=url), model, runs, label)
     from bench.cli import _stage
 
     if not settings.embed_base_url:

@@ -17,8 +17,9 @@ from ragcore.encoders.sparse import STOPWORDS, tokenize
 _ABBREV = {
     "e.g", "i.e", "etc", "vs", "cf", "mr", "mrs", "ms", "dr", "no", "fig", "approx", "incl", "resp", "al", "ca",
 }
-# a sentence ends at . ! ? (optionally followed by a closing quote/bracket) before whitespace
-_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s)")
+# a sentence ends at . ! ? (optionally followed by a closing quote/bracket) before whitespace; not
+# a mark quoted in brackets ("the period (.) character")
+_END = re.compile(r"(?<![(\[])[.!?][\"'”’)\]]*(?=\s)")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
 _WS = re.compile(r"\s+")
 _BLOCK_BREAK = re.compile(

@@ -60,8 +60,13 @@ class OpenAIEmbedder(CachingEncoder):
 
     @property
     def ingest_batch(self) -> int:
-        """Chunks an ingest hands over at a time: one request's worth for each request in flight."""
-        return self.batch * self.concurrency
+        """Chunks an ingest embeds at a time: one request's worth (ingest/writer.py)."""
+        return self.batch
+
+    @property
+    def ingest_workers(self) -> int:
+        """Batches an ingest has embedded at once: one per request in flight."""
+        return self.concurrency
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIEmbedder(model={self.model!r}, base_url={redact_url(self.base_url)!r})"

@@ -20,33 +20,27 @@ any depth without recursion, and reports every file it refuses with the reason.
 
 from __future__ import annotations
 
-import collections
 import hashlib
-import queue
-import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from typing import Callable, Sequence
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.base import ModelRecord
 from ragcore.encoders.minilm import MODEL_NAME, OnnxMiniLM
 from ragcore.encoders.sparse import SPARSE_VERSION
-from ragcore.storage.store import PointRef, Store, chunk_context, embed_text, point_id, utc_now
+from ragcore.storage.store import PointRef, Store, point_id, utc_now
 from ragcore.storage.sections import heading_of
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from ragcore.ingest import space
 from ragcore.storage.schema import check_collection_name
+from ragcore.ingest.pipeline import BatchWriter, ChunkProgress  # noqa: F401  (ChunkProgress: the engine's import)
 from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from ragcore.ingest.discover import SourceFile, _name_problem, _printable, discover  # noqa: F401  (discover: the engine's import)
 from ragcore.ingest.read.loaders import LineLimitError, LoadError, load_bytes, read_bytes
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current path or step)
-# (chunks written, chunks queued so far): after each written batch; chunks are the unit that takes the time
-ChunkProgress = Callable[[int, int], None]
 
 # Chunks embedded and written at a time: bounds memory, and is the step of progress within a
 # long file and of what a kill can lose (~15 s of model time on a busy 2-core machine, ~2 s idle).
@@ -57,235 +51,6 @@ CHUNK_LIMIT_HINT = "(setting max_file_chunks, env RAGCORE_MAX_FILE_CHUNKS)"
 
 # Control characters in a name (newline, ESC of terminal escape codes, C1) would reach
 # terminals, logs and "path:12-20" citations as they are: such files are refused by name.
-# --------------------------------------------------------------------------- writing
-
-
-@dataclass(frozen=True)
-class _Batch:
-    """Up to ``WRITE_BATCH`` chunks on their way to the store, and what their write makes due."""
-
-    chunks: list[Chunk]
-    doc_chunks: dict[str, int]  # chunk count of each file in the batch (stored on every point)
-    due: list[str]  # stale point ids of files whose last chunk is in this batch: deleted after it
-
-
-@dataclass(frozen=True)
-class _Embedded:
-    batch: _Batch
-    vecs: np.ndarray
-    embedded: int  # how many of the vectors the model computed (the rest were reused)
-
-
-@dataclass
-class _Span:
-    """One source file's place in the stream of chunks: its chunks are ``[start, end)``."""
-
-    rel: str
-    start: int
-    end: int
-    reported: int = 0  # chunks of it written at the last progress report
-
-
-class _Writer:
-    """Embeds and writes chunks in batches of ``batch``, across and within files, while the
-    caller reads and chunks the next files; a file's stale points are dropped only once all
-    of its new chunks are written.
-
-    Three threads, each keeping one resource busy: the caller's thread reads, parses and
-    chunks (Python); an embedding thread runs the model (onnxruntime releases the GIL); a
-    writing thread upserts to Qdrant and deletes stale points, in order, one batch at a time
-    (the local client is not safe for concurrent writes, and order is what makes a crash
-    safe). Queues between them hold at most ``ahead`` batches each: memory stays bounded and
-    the model never waits for the store or the parser as long as they keep up. Progress is
-    reported from the caller's thread only (a callback may raise to cancel).
-
-    A chunk whose point already exists with the same embedding context keeps its stored dense
-    vector: after a settings or version change (new fingerprint) every file is re-chunked, but
-    only chunks that really changed are embedded again; BM25 vectors are always recomputed
-    (they cost nothing next to the model).
-    """
-
-    def __init__(
-        self, store: Store, encoder: OnnxMiniLM, collection: str, fingerprint: str, existing: set[str],
-        batch: int = WRITE_BATCH, ahead: int = PIPELINE_AHEAD, on_written: Callable[[int, str], None] | None = None,
-        on_chunks: ChunkProgress | None = None,
-    ) -> None:
-        self.store, self.encoder, self.collection = store, encoder, collection
-        self.dimension = encoder.record().dimension  # the model's width (an endpoint's: from its first answer)
-        self.fingerprint, self.existing, self.batch = fingerprint, existing, batch
-        self.on_written = on_written  # (files done, current) -> None, called in the caller's thread
-        self.on_chunks = on_chunks  # (chunks written, chunks queued) -> None, in the caller's thread too
-        self.buf: list[Chunk] = []
-        self.doc_chunks: dict[str, int] = {}
-        self.stale: list[tuple[int, list[str]]] = []  # (end of the file in the stream, ids to delete)
-        self.spans: collections.deque[_Span] = collections.deque()
-        self.queued = self.batched = self.done = 0
-        self.written = self.embedded = 0  # updated by the writing thread only
-        self.error: BaseException | None = None
-        self.space_folder: Any = None  # the data folder whose free space each batch checks (space.py)
-        self.abort = threading.Event()
-        self.store_lock = threading.Lock()  # one store call at a time: reuse lookups vs writes
-        self.to_embed: queue.Queue[_Batch | None] = queue.Queue(maxsize=ahead)
-        self.to_write: queue.Queue[_Embedded | None] = queue.Queue(maxsize=ahead)
-        self.events: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self.threads = [threading.Thread(target=self._guard, args=(fn,), name=f"ragcore-ingest-{fn.__name__}", daemon=True)
-                        for fn in (self._embed_loop, self._write_loop)]
-        for t in self.threads:
-            t.start()
-
-    # ------------------------------------------------------------------ caller's thread
-
-    def add_file(self, rel: str, chunks: list[Chunk], stale: list[str]) -> None:
-        """Queue a file's chunks (none for a file skipped, unchanged or failed); full batches
-        go to the model now, blocking while the model is ``ahead`` batches behind."""
-        self.spans.append(_Span(rel, self.queued, self.queued + len(chunks)))
-        if chunks:
-            self.doc_chunks[chunks[0].path] = len(chunks)
-        self.buf.extend(chunks)
-        self.queued += len(chunks)
-        if stale:
-            self.stale.append((self.queued, stale))
-        while len(self.buf) >= self.batch:
-            self._send(self.buf[: self.batch])
-            del self.buf[: self.batch]
-        self.pump()
-
-    def flush(self) -> None:
-        """Send what is left and wait until everything is written (reporting progress)."""
-        if self.buf or self.stale:
-            self._send(self.buf)
-            self.buf = []
-        self._put(self.to_embed, None)
-        while any(t.is_alive() for t in self.threads):
-            self.threads[-1].join(timeout=0.2)
-            self.pump()
-        self.pump()
-
-    def close(self) -> None:
-        """Stop the threads (after the batch each is on) and wait for them: nothing touches
-        the store once ``ingest`` has returned or raised."""
-        self.abort.set()
-        for t in self.threads:
-            t.join()
-
-    def pump(self) -> None:
-        """Report what was written since the last call; re-raise a thread's failure here."""
-        if self.error is not None:
-            raise self.error
-        while True:
-            try:
-                written = self.events.get_nowait()  # one event per batch: each is reported
-            except queue.Empty:
-                break
-            self._report(written)
-
-    def _report(self, written: int) -> None:
-        if self.on_chunks:
-            self.on_chunks(written, self.queued)
-        # files complete in order; a file without chunks completes silently with the one
-        # before it (its name was reported when it was read)
-        while self.spans and self.spans[0].end <= written:
-            span = self.spans.popleft()
-            self.done += 1
-            if self.on_written and span.end > span.start:
-                self.on_written(self.done, span.rel)
-        head = self.spans[0] if self.spans else None
-        if head and self.on_written and written - head.start > max(head.reported, 0):
-            head.reported = written - head.start
-            self.on_written(self.done, f"{head.rel}: {head.reported} chunks written")
-
-    def _send(self, chunks: list[Chunk]) -> None:
-        self.batched += len(chunks)
-        due = [ids for end, ids in self.stale if end <= self.batched]
-        self.stale = [(end, ids) for end, ids in self.stale if end > self.batched]
-        counts = {c.path: self.doc_chunks[c.path] for c in chunks}
-        self._put(self.to_embed, _Batch(list(chunks), counts, [i for ids in due for i in ids]))
-
-    def _put(self, q: queue.Queue, item: Any) -> None:
-        while True:
-            self.pump()
-            try:
-                return q.put(item, timeout=0.2)
-            except queue.Full:
-                continue
-
-    # ------------------------------------------------------------------ worker threads
-
-    def _guard(self, loop: Callable[[], None]) -> None:
-        try:
-            loop()
-        except BaseException as exc:  # handed to the caller's thread, which raises it
-            if self.error is None:
-                self.error = exc
-            self.abort.set()
-
-    def _get(self, q: queue.Queue) -> Any:
-        while not self.abort.is_set():
-            try:
-                return q.get(timeout=0.2)
-            except queue.Empty:
-                continue
-        raise _Stopped()
-
-    def _embed_loop(self) -> None:
-        try:
-            while (batch := self._get(self.to_embed)) is not None:
-                vecs, embedded = self._vectors(batch.chunks)
-                self._put_worker(self.to_write, _Embedded(batch, vecs, embedded))
-            self._put_worker(self.to_write, None)
-        except _Stopped:
-            pass
-
-    def _write_loop(self) -> None:
-        try:
-            while (item := self._get(self.to_write)) is not None:
-                with self.store_lock:
-                    if item.batch.chunks:
-                        space.check_batch(self.space_folder, len(item.batch.chunks))
-                        self.store.write_chunks(self.collection, item.batch.chunks, item.vecs,
-                                                item.batch.doc_chunks, self.fingerprint)
-                    # only now is every chunk of these files in the store: their old versions can go
-                    if item.batch.due:
-                        self.store.delete_points(self.collection, item.batch.due)
-                self.embedded += item.embedded
-                self.written += len(item.batch.chunks)
-                self.events.put(self.written)
-        except _Stopped:
-            pass
-
-    def _put_worker(self, q: queue.Queue, item: Any) -> None:
-        while not self.abort.is_set():
-            try:
-                return q.put(item, timeout=0.2)
-            except queue.Full:
-                continue
-        raise _Stopped()
-
-    def _vectors(self, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
-        """Dense vectors of ``chunks``: stored ones reused, the rest embedded."""
-        ids = [point_id(c.chunk_id) for c in chunks]
-        known = [i for i in ids if i in self.existing]
-        stored = {}
-        if known:
-            with self.store_lock:
-                stored = self.store.stored_vectors(self.collection, known)
-        vecs = np.zeros((len(chunks), self.dimension), dtype=np.float32)
-        todo = []
-        for k, (c, pid) in enumerate(zip(chunks, ids)):
-            hit = stored.get(pid)
-            if hit is not None and hit[1] == chunk_context(c):
-                vecs[k] = hit[0]
-            else:
-                todo.append(k)
-        if todo:
-            vecs[todo] = self.encoder.encode_uncached([embed_text(chunks[k]) for k in todo])
-        return vecs, len(todo)
-
-
-class _Stopped(Exception):
-    """A worker thread was told to stop (another failed, or the caller gave up)."""
-
-
 # --------------------------------------------------------------------------- ingest
 
 
@@ -357,10 +122,14 @@ def ingest(
     existing = {r.id for refs in state.values() for r in refs}
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
-    # an endpoint gets a batch big enough for all its requests in flight at once (openai_embed.py)
+    # an endpoint (openai_embed.py) gets one request's worth of chunks per batch, its requests in flight at
+    # once and the headings embedded along the way: it waits on round trips, not on this machine. The
+    # local model keeps its batches and its headings at the end (the default's vectors stay the same).
+    workers = getattr(encoder, "ingest_workers", 0)
     batch = getattr(encoder, "ingest_batch", WRITE_BATCH)
-    writer = _Writer(store, encoder, collection, run.fingerprint, existing, batch=batch, ahead=PIPELINE_AHEAD,
-                     on_written=on_written, on_chunks=chunk_progress)
+    writer = BatchWriter(store, encoder, collection, run.fingerprint, existing, batch=batch, ahead=PIPELINE_AHEAD,
+                     on_written=on_written, on_chunks=chunk_progress, workers=workers,
+                     heading_store=store.headings.for_model(record) if workers else None)
     writer.space_folder = folder
     try:
         for src in sources:
@@ -455,7 +224,7 @@ def _prune(run: _Run, store: Store, collection: str, prune: bool) -> None:
 
 
 def _finish(
-    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: _Writer, t0: float,
+    run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: BatchWriter, t0: float,
     record: ModelRecord,
 ) -> IngestReport:
     version = corpus_version(run.hashes)

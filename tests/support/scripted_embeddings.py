@@ -255,3 +255,23 @@ def _embeddings(st: ScriptedEmbeddingServer, body: Any, reply: Reply | None) -> 
     data.reverse()  # the protocol orders by "index", not by position: a client must sort
     return {"object": "list", "data": data, "model": body.get("model", st.model),
             "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m tests.support.scripted_embeddings --dim 384 --ms 10``: serve in a process of its own
+    (as a real endpoint runs: `bench ingest --endpoint scripted:MS` must not share ragcore's GIL); prints
+    the base URL on one line, then serves until its standard input closes."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--ms", type=float, default=0.0, help="milliseconds of model time per text")
+    args = ap.parse_args(argv)
+    with ScriptedEmbeddingServer(dim=args.dim, seconds_per_text=args.ms / 1e3) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()  # the parent closes it (or exits) to stop the server
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,7 @@
 "p.3:12-20"; ``page_label`` is the page's printed label ("901", "iv") when the PDF has one
 that differs. The text is cleaned (:mod:`.pdf_text`), running headers, footers and page
 numbers are emptied and broken words made whole (:mod:`.pdf_layout`), and ``section`` comes
-from the PDF's outline (bookmarks) where it has one. A page without a text layer is read by
+from the PDF's outline (bookmarks) where it has one, else from its numbered headings. A page without a text layer is read by
 Tesseract (:mod:`.pdf_ocr`) and its lines carry ``ocr_confidence``.
 """
 
@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ragcore.ingest.read.pdf_layout import Bookmark, LaidPage, layout_lines, sections_for
+from ragcore.ingest.read.pdf_layout import Bookmark, LaidPage, layout_lines, numbered_headings, sections_for
 from ragcore.ingest.read.pdf_text import page_lines
 from ragcore.types import SourceLine
 
@@ -105,7 +105,7 @@ def _read_pages(doc: Any, ocr: bool) -> tuple[list[LaidPage], int, int, str | No
 
 def _source_lines(pages: list[LaidPage], marks: list[Bookmark]) -> list[SourceLine]:
     laid = layout_lines(pages)
-    sections = sections_for(laid, marks)
+    sections = sections_for(laid, marks or numbered_headings(laid))
     out: list[SourceLine] = []
     for page_no, (p, lines, secs) in enumerate(zip(pages, laid, sections), 1):
         for no, (ln, sec) in enumerate(zip(lines, secs), 1):

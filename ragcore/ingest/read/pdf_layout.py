@@ -24,7 +24,8 @@ from typing import Sequence
 
 from ragcore.ingest.read.pdf_text import HYPHEN_MARK, PageLine
 
-__all__ = ["Bookmark", "LaidPage", "drop_furniture", "layout_lines", "rejoin_hyphens"]
+__all__ = ["Bookmark", "LaidPage", "drop_furniture", "layout_lines", "navigation_lines", "numbered_headings",
+           "rejoin_hyphens"]
 
 _EDGE = 2  # lines at each end of a page that may be furniture
 _POS_TOL = 3.0  # points: the same height on another page
@@ -122,6 +123,25 @@ def _in_margin(ln: PageLine, height: float | None) -> bool:
     return ln.top is not None and bool(height) and not _MARGIN < ln.top / height < 1 - _MARGIN
 
 
+# --------------------------------------------------------------------------- contents and index pages
+
+# an entry of a contents page or an index: words, the dot leader (``pdf_text`` made it "…"), page numbers
+_ENTRY = re.compile(r"(?:\S.*)?…\s*(?:[\divxlcdm]+(?:\s*[-–,]\s*[\divxlcdm]+)*)\s*$", re.I)
+_NAV_SHARE = 0.5  # a page whose lines are mostly entries is a contents page or an index
+
+
+def navigation_lines(lines: Sequence[PageLine]) -> set[int]:
+    """On a contents page or an index (most of its lines are entries: "curl … 23, 133"), the
+    entries and the index's letter heads ("D"). They say where things are, not what they are:
+    chunked, they answered no question and crowded the passages that do out of the evidence
+    (an index chunk ranked among a question's six). The page itself is still shown."""
+    filled = [i for i, ln in enumerate(lines) if ln.text.strip()]
+    entries = {i for i in filled if _ENTRY.match(lines[i].text.strip())}
+    if not filled or len(entries) < _NAV_SHARE * len(filled):
+        return set()
+    return entries | {i for i in filled if len(lines[i].text.strip()) == 1}
+
+
 # --------------------------------------------------------------------------- hyphens
 
 
@@ -179,6 +199,7 @@ def layout_lines(pages: Sequence[LaidPage]) -> list[list[PageLine]]:
     bar = _para_gap(pages)
     out: list[list[PageLine]] = []
     for p, drop in zip(pages, furniture):
+        drop = drop | navigation_lines(p.lines)
         kept = [replace(ln, text="") if i in drop else ln for i, ln in enumerate(p.lines)]
         texts = rejoin_hyphens([ln.text for ln in kept], hyph)
         lines: list[PageLine] = []
@@ -195,6 +216,31 @@ def layout_lines(pages: Sequence[LaidPage]) -> list[list[PageLine]]:
 
 
 # --------------------------------------------------------------------------- sections
+
+_NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+\S")
+_HEADING_SIZE = 1.15  # a heading is set larger than the body text
+_HEADING_WORDS = 10
+_MIN_HEADINGS = 3  # fewer found: the document's headings are not set that way, and one stray line would section it all
+
+
+def numbered_headings(pages: Sequence[Sequence[PageLine]]) -> list[Bookmark]:
+    """Sections for a PDF without an outline: numbered lines ("2.4 Booleans and Macros", "1.1 A
+    note on terminology") set larger than the document's body text and standing as a paragraph of
+    their own. A numbered list item ("3. Put the units…") is set in the body's size and is not one."""
+    sizes = [ln.size for p in pages for ln in p if ln.size and ln.text.strip()]
+    if not sizes:
+        return []
+    body = statistics.median(sizes)
+    out: list[Bookmark] = []
+    for pno, lines in enumerate(pages):
+        for i, ln in enumerate(lines):
+            m = _NUMBERED.match(ln.text.strip())
+            if (m is None or not ln.size or ln.size < _HEADING_SIZE * body or len(ln.text.split()) > _HEADING_WORDS
+                    or (i > 0 and lines[i - 1].text.strip()) or (i + 1 < len(lines) and lines[i + 1].text.strip())):
+                continue
+            out.append(Bookmark(m.group(1).count("."), " ".join(ln.text.split()), pno, ln.top))
+    return out if len(out) >= _MIN_HEADINGS else []
+
 
 
 def sections_for(pages: Sequence[Sequence[PageLine]], marks: Sequence[Bookmark]) -> list[list[tuple[str, ...]]]:

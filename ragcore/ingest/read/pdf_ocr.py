@@ -8,12 +8,13 @@ says how to install them.
 
 from __future__ import annotations
 
+import re
 import shutil
 from typing import Any
 
 from ragcore.ingest.read.pdf_text import PageLine, clean_line
 
-__all__ = ["INSTALL_HINT", "OcrUnavailable", "ocr_available", "ocr_page"]
+__all__ = ["INSTALL_HINT", "OcrUnavailable", "continues", "ocr_available", "ocr_page"]
 
 DPI = 300
 INSTALL_HINT = (
@@ -35,6 +36,17 @@ def ocr_available() -> str | None:
     if shutil.which("tesseract") is None:
         return f"the tesseract program is not installed; {INSTALL_HINT}"
     return None
+
+
+_SENTENCE_END = re.compile(r"""[.!?:]["'”’)\]]*$""")
+
+
+def continues(before: str, line: str) -> bool:
+    """Does ``line`` carry on the sentence ``before`` left open? Tesseract sometimes starts a new
+    paragraph mid-sentence ("… was 4.2 bar," / "recorded during …"); a blank line there would cut
+    the sentence in two, and neither half is quotable. A line that opens in lower case after one
+    that ends without a sentence's end is the same sentence."""
+    return bool(before.strip()) and not _SENTENCE_END.search(before.rstrip()) and line[:1].islower()
 
 
 def ocr_page(page: Any, lang: str = "eng") -> tuple[list[PageLine], float | None]:
@@ -59,9 +71,9 @@ def ocr_page(page: Any, lang: str = "eng") -> tuple[list[PageLine], float | None
         idx = groups[key]
         top = min(data["top"][i] for i in idx) * scale
         bottom = max(data["top"][i] + data["height"][i] for i in idx) * scale
-        if prev_par is not None and key[:2] != prev_par:
-            lines.append(PageLine("", None))  # Tesseract's paragraphs are the page's paragraphs
         text = clean_line(" ".join(data["text"][i] for i in idx))
+        if prev_par is not None and key[:2] != prev_par and not continues(lines[-1].text, text):
+            lines.append(PageLine("", None))  # Tesseract's paragraphs are the page's paragraphs
         lines.append(PageLine(text, top, None if prev_bottom is None else top - prev_bottom, bottom - top))
         confs.extend(float(data["conf"][i]) for i in idx)
         prev_bottom, prev_par = bottom, key[:2]

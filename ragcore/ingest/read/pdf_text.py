@@ -71,6 +71,8 @@ def page_lines(page: Any) -> list[PageLine]:
         # a run-on line is about twice as long as the page's usual line: only those are examined
         # char by char (a character's box costs a call into PDFium)
         long = 1.5 * statistics.median([len(t) for _, t in runs if len(t) > 20] or [1_000_000])
+        if placeable:
+            runs = _lone_marks_out(textpage, runs)
         for start, text in runs:
             cut = placeable and (len(text) > long or "\ufffe" in text[:-1])
             for a, b in _visual_lines(textpage, start, text) if cut else [(0, len(text))]:
@@ -82,10 +84,59 @@ def page_lines(page: Any) -> list[PageLine]:
                     top, size = height - top_pt, max(0.0, top_pt - bottom)
                     gap = None if prev_bottom is None else top - prev_bottom
                     prev_bottom = height - bottom
+                if placeable:
+                    part = _drop_note_marks(textpage, start + a, part)
                 out.append(PageLine(clean_line(part), top, gap, size))
         return out
     finally:
         textpage.close()
+
+
+# where a footnote's mark stands: after a word or a sentence's end ("preamble.2", "FGS.1"), or
+# opening the note's own text at the foot of the page ("2User feedback suggested…")
+_NOTE_MARK = re.compile(r"(?<=[A-Za-z)\].,;:!?’”])\d{1,2}(?=\s|$)|^\d{1,2}(?=[A-Z])")
+_SUPERSCRIPT = 0.85  # a mark is set in a smaller size than the text beside it
+
+
+def _drop_note_marks(textpage: Any, offset: int, text: str) -> str:
+    """``text`` without its footnote marks: digits set smaller and raised above the text beside
+    them. Left in, "…set by the user in the preamble.2" is no whole sentence (it does not end on
+    its full stop) and is never quoted, and "2User feedback…" reads as a number. Digits in the
+    text's own size (a version, "x2") stay. ``offset``: the text's first character in the page."""
+    import pypdfium2.raw as raw
+
+    cuts = []
+    for m in _NOTE_MARK.finditer(text):
+        beside = m.start() - 1 if m.start() > 0 else m.end()  # the character before, or the note's first letter
+        mark = raw.FPDFText_GetFontSize(textpage.raw, offset + m.start())
+        body = raw.FPDFText_GetFontSize(textpage.raw, offset + beside)
+        if mark < _SUPERSCRIPT * body and (m.start() == 0 or _raised(textpage, offset + m.start(), offset + beside)):
+            cuts.append((m.start(), m.end()))
+    for a, b in reversed(cuts):
+        text = text[:a] + text[b:]
+    return text
+
+
+def _lone_marks_out(textpage: Any, runs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A footnote's mark that PDFium put on a line of its own (it is raised above the note's
+    first line), emptied: "2" over "If you declare twocolumn, …" read as a term or a number."""
+    import pypdfium2.raw as raw
+
+    out = list(runs)
+    for i, (start, text) in enumerate(runs[:-1]):
+        nxt_start, nxt = runs[i + 1]
+        first = _first_visible(nxt)
+        if not re.fullmatch(r"\s*\d{1,2}\s*", text) or first is None or not nxt[first].isalpha():
+            continue
+        mark = raw.FPDFText_GetFontSize(textpage.raw, start + _first_visible(text))
+        if mark < _SUPERSCRIPT * raw.FPDFText_GetFontSize(textpage.raw, nxt_start + first):
+            out[i] = (start, "")
+    return out
+
+
+def _raised(textpage: Any, mark: int, beside: int) -> bool:
+    """The mark's bottom stands above the bottom of the character beside it (a superscript)."""
+    return textpage.get_charbox(mark)[1] > textpage.get_charbox(beside)[1] + 0.5
 
 
 def _visual_lines(textpage: Any, start: int, text: str) -> list[tuple[int, int]]:

@@ -137,15 +137,18 @@ def _looks_like_name(word: str) -> bool:
 COMMAND_KEEP = 0.4  # a command is brought into a how-to answer down to this share of the best unit's score
 
 
-def with_command(chosen: list[Picked], ranked: Sequence[Picked], same_source, limit: int) -> list[Picked]:
+def with_command(chosen: list[Picked], ranked: Sequence[Picked], same_source, limit: int,
+                 wanted=is_command) -> list[Picked]:
     """For a how-to question whose chosen units hold no command of the same sources
     (``same_source(p)``: the chosen pages, or the selection the question is about): the best one within ``COMMAND_KEEP`` of the
     best unit, in place of the weakest unit when the answer is full. The command is what does it;
-    the prose around it was chosen because it repeats the question's words."""
-    if not chosen or any(p.unit is not None and is_command(p.unit) and same_source(p) for p in chosen):
+    the prose around it was chosen because it repeats the question's words. ``wanted``: what the
+    answer must hold (``states_default`` for a question about a default: "The defaults are
+    letterpaper,10pt,…" scores low against the question for its list of values)."""
+    if not chosen or any(p.unit is not None and wanted(p.unit) and same_source(p) for p in chosen):
         return chosen
     floor = COMMAND_KEEP * max(p.score for p in chosen)
-    cmd = next((p for p in ranked if p.unit is not None and is_command(p.unit) and p.score >= floor and same_source(p)
+    cmd = next((p for p in ranked if p.unit is not None and wanted(p.unit) and p.score >= floor and same_source(p)
                 and not any(_same_text(p, c) for c in chosen)), None)
     if cmd is None:
         return chosen

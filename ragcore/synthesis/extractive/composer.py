@@ -50,7 +50,7 @@ from ragcore.abstain.selection_support import SelectionFit, selection_fit
 from ragcore.synthesis.extractive import answers
 from ragcore.synthesis.extractive.context import Antecedents
 from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
-from ragcore.synthesis.extractive.units import Block, Picked, Unit, units_of
+from ragcore.synthesis.extractive.units import PDF_TABLE, Block, Picked, Unit, table_head, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
 # what an abstention says, by where the answer was to come from
@@ -99,8 +99,20 @@ def candidates(evidence: Sequence[Evidence], intent: Intent | None = None, defau
     for e in evidence:
         names = source_names(e.chunk)
         extra = answers.extra_units(e.chunk, intent, default_q) if intent is not None else []
-        out += [(e, u) for u in [*units_of(e.chunk), *extra] if _usable(u) and not starts_mid_sentence(u, names)]
+        out += [(e, u) for u in [*units_of(e.chunk), *extra]
+                if _usable(u) and (not starts_mid_sentence(u, names) or _after_full_stop(e.chunk, u))]
     return out
+
+
+_FULL_STOP_BEFORE = re.compile(r"""[.!?]["'”’)\]]*[ \t]*\n?[ \t]*$""")
+
+
+def _after_full_stop(chunk: Chunk, unit: Unit) -> bool:
+    """A PDF sentence that opens in lower case right after another sentence's full stop, in the
+    same paragraph, is a sentence the document starts on a name ("reprint format mimics…", "letter
+    sized paper should be used…"), not a fragment; it is quoted with the sentence before it
+    (``context.py``: it still leans back). Other kinds keep the stricter rule."""
+    return chunk.kind == "pdf" and unit.start > 0 and bool(_FULL_STOP_BEFORE.search(chunk.text[max(0, unit.start - 8) : unit.start]))
 
 
 class ExtractiveComposer:
@@ -127,7 +139,8 @@ class ExtractiveComposer:
         q_terms = content_terms(question)
         out = []
         for (e, unit), cos in zip(items, unit_cos):
-            lex = len(q_terms & content_terms(unit.plain)) / len(q_terms) if q_terms else 0.0
+            terms = _asked_of(q_terms, e.chunk)
+            lex = len(terms & content_terms(unit.plain)) / len(terms) if terms else 0.0
             score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
             score += answers.bonus(unit, intent, default_q)
             if e.origin == "selection":
@@ -152,12 +165,13 @@ class ExtractiveComposer:
         follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
         context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
         chosen = self._choose(ranked, evidence, context, first)
-        if intent_of(question).howto:  # a how-to answer holds the command that does it (answers.py)
+        # a how-to answer holds the command that does it, one about a default the unit that states it (answers.py)
+        if intent_of(question).howto or answers.asks_default(question):
             pages = {e.n: e.chunk.path for e in evidence}
             used = {pages[p.n] for p in chosen}
             chosen = answers.with_command(  # the selection's command when the question is about the selection
                 chosen, ranked, lambda p: (p.n in first if first else pages[p.n] in used) and not context.leans(p),
-                self.max_sentences)
+                self.max_sentences, answers.is_command if intent_of(question).howto else answers.states_default)
         # the unit that answers first (a command for a how-to question, the entry that states a
         # default for a question about one: answers.py), else the best unit that stands alone; the
         # rest in reading order (evidence number, then position); for a how-to question the
@@ -211,6 +225,17 @@ class ExtractiveComposer:
         return [best]
 
 
+def _asked_of(q_terms: set[str], chunk: Chunk) -> set[str]:
+    """The question's words that tell a PDF's passages apart: without the words of the file's own
+    name ("york-thesis" in york-thesis.pdf), which every passage of it is about, so a sentence that
+    repeats the name ("The york-thesis class is invoked in the standard fashion.") does not outscore
+    the one that answers ("This class file is based on the report class…")."""
+    if chunk.kind != "pdf":
+        return q_terms
+    rest = q_terms - content_terms(chunk.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].replace("_", " "))
+    return rest or q_terms
+
+
 def _fit(question: str, evidence: Sequence[Evidence], cosines: list[float]) -> SelectionFit:
     """The question against the selection: its pieces' text and their units' cosines."""
     text = "\n".join(e.chunk.text for e in evidence if e.origin == "selection")
@@ -240,6 +265,8 @@ def _trimmed(unit: Unit, q_terms: set[str]) -> Unit:
     """A table on its own keeps its header, its delimiter row and the rows that match best."""
     if unit.sentence or unit.block is None or unit.block.kind != "table":
         return unit
+    if unit.block.text.startswith(PDF_TABLE):
+        return replace(unit, block=replace(unit.block, text=_pdf_rows(unit.block.text, q_terms)))
     lines = unit.block.text.split("\n")
     head, rows = lines[:2], lines[2:]
     if len(rows) <= _MAX_TABLE_ROWS:
@@ -247,6 +274,16 @@ def _trimmed(unit: Unit, q_terms: set[str]) -> Unit:
     ranked = sorted(range(len(rows)), key=lambda i: (-len(q_terms & content_terms(rows[i])), i))[:_MAX_TABLE_ROWS]
     kept = [rows[i] for i in sorted(ranked)]
     return replace(unit, block=replace(unit.block, text="\n".join([*head, *kept])))
+
+
+def _pdf_rows(fenced: str, q_terms: set[str]) -> str:
+    """A PDF table's header and its rows that name the question's words (the first rows when none
+    does), up to ``_MAX_TABLE_ROWS``: "Gnu stuffed 92.50" with "Animal Description Price ($)"."""
+    lines = fenced.split("\n")[1:-1]
+    n = table_head(lines)
+    rows = lines[n:]
+    hits = [r for r in rows if q_terms & content_terms(r)] or rows
+    return "\n".join(["```", *lines[:n], *hits[:_MAX_TABLE_ROWS], "```"])
 
 
 def render(picked: Sequence[Picked]) -> str:
@@ -319,6 +356,8 @@ def _marked_list(text: str, n: int) -> str:
 def _block_text(block: Block, n: int) -> str:
     if block.kind == "list":
         return _marked_list(block.text, n)
+    if block.text.startswith(PDF_TABLE):  # a PDF table with its intro sentence: untrimmed, plainly fenced
+        return f"```{block.text[len(PDF_TABLE):]}\n\n[{n}]"
     return f"{block.text}\n\n[{n}]"
 
 

@@ -51,7 +51,9 @@ _LEANS_BACK = re.compile(
     # the term or heading above it ("Has four optional arguments…", "Defaults to True."); "Returns…" reads as a description
     r"|^(?:note that|what|the reason for) (?:this|these|that|those|it|they)\b"
     r"|^(?:when|if|once|unless) (?:set|called|used|enabled|disabled|given|passed|provided|specified|omitted)\b"
-    r"|^(?:has|takes|accepts|defaults)\b", re.I,
+    r"|^(?:has|takes|accepts|defaults)\b"
+    # the result of the instruction before it: "You have just entered a matrix with 2 rows…" after "Type m = […]."
+    r"|^you(?:'ve| have)? just\b", re.I,
 )
 _LINK_ONLY = re.compile(r"^\W*\[[^\]]+\]\([^)]+\)\W*(?::|—|-)?")  # "[Title](page.md): what it covers"
 _HOWTO_Q = re.compile(r"^\s*how\s+(?:do|can|should|would|to|does one)\b|^\s*(?:what is the way|where do i)\b", re.I)
@@ -90,7 +92,7 @@ _LOWER_START = re.compile(r"^([a-z]+)\b(?![(._/-])")  # a plain lowercase word, 
 
 def starts_mid_sentence(unit: Unit, names: frozenset[str] = frozenset()) -> bool:
     """A sentence that opens on a plain lowercase word that is not a name here (``leans_back``)."""
-    lower = _LOWER_START.match(unit.sentence) if unit.sentence and not unit.item else None
+    lower = _LOWER_START.match(unit.sentence) if unit.sentence and not unit.item and not unit.term else None
     return bool(lower and lower.group(1) not in names)
 
 

