@@ -335,6 +335,13 @@ def add_serve_parser(bsub: argparse._SubParsersAction) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ragcore.cli.common import settings_from_args
+    from ragcore.service.server import BLAS_THREAD_VARS, one_blas_thread
+
+    if any(v not in os.environ for v in BLAS_THREAD_VARS):
+        # `ragcore serve` runs BLAS on one thread unless told otherwise; numpy is loaded in this
+        # process already (bench.common), so start again with the same setting: both sides alike.
+        one_blas_thread()
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
     out = bench_serve(args.collection, args.size, args.clients, args.seconds, args.questions, args.results,
                       settings_from_args(args), rounds=args.rounds, data_dir=args.data)
