@@ -113,7 +113,8 @@ class Slots:
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     def executor(self) -> ThreadPoolExecutor:
-        """Threads for blocking calls (retrievals): one per slot, so a slot never waits for a thread."""
+        """Threads for questions and blocking calls (retrievals): one per slot, so a slot never
+        waits for a thread (each task holds its slot until it ends)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.running, thread_name_prefix="ragcore-serve")
         return self._pool
@@ -131,8 +132,12 @@ class Slots:
         if self.taken >= self.running + self.queued:
             raise self.busy()
         self.taken += 1
+        sem = self._semaphore()
+        if not sem.locked():  # a free slot: taken at once (wait_for would start a task for it)
+            await sem.acquire()
+            return Slot(self)
         try:
-            await asyncio.wait_for(self._semaphore().acquire(), timeout_s)
+            await asyncio.wait_for(sem.acquire(), timeout_s)
         except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
             self.taken -= 1
             if isinstance(exc, asyncio.CancelledError):

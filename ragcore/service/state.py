@@ -20,5 +20,7 @@ class Service:
     jobs: Jobs
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:
+    # async on purpose: FastAPI runs a plain-function dependency in its thread pool, a thread hop
+    # (and a wait for a free thread under load) on every request for one attribute lookup
     return request.app.state.service

@@ -145,9 +145,10 @@ class RagcoreSettings:
     doc_decay: float = _setting(1.0, "float", ge=0.0, le=1.0)
     # at most this many chunks of one document before every other document's best chunks (0: off)
     per_doc: int = _setting(0, "int", ge=0)
-    # the evidence keeps at most this many chunks of one document unless it clearly holds the answer
-    # (retrieval/cutrules.py; cut reason "per_doc"; 0: off; off by default: 2 raised the evidence's
-    # document recall on three sets but lowered citation precision on git-docs-qa, issue28-trust.md)
+    # the evidence keeps at most this many chunks of one document unless one document clearly holds
+    # the answer (retrieval/cutrules.py; cut reason "per_doc"; 0: off). Off by default: 2 raised the
+    # evidence's document recall on all four sets but lowered citation precision on git-docs-qa
+    # (0.386 -> 0.371) and sqlalchemy-docs-qa (0.500 -> 0.485; bench/results/issue28-trust.md)
     evidence_per_doc: int = _setting(0, "int", ge=0)
     # Pseudo-relevance feedback (retrieval/expansion.py): terms taken from the best prf_docs chunks of
     # a first pass and added to the BM25 query with weight prf_weight (prf_terms 0: off; off by

@@ -7,7 +7,7 @@ server's answer for a GGUF that declares no pooling: one vector per token, which
 From the CLI, as a user would: ingest with --embed-model, ask (verified citations), see the model
 in ``ragcore collections``, ask again while another model is configured (its own is used, and the
 answer says so). Skipped with the reason when llama-cpp-python is not installed; ``.ci/run``
-installs it and makes a missing package a failure (RAGCORE_TEST_REQUIRE_LLAMA=1).
+installs it and makes a missing package a failure (TESTS_REQUIRE_LLAMA=1).
 """
 
 from __future__ import annotations

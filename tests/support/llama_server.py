@@ -4,7 +4,7 @@ on 127.0.0.1, started once per test module (tests/integration/conftest.py) and s
 
 Both packages are optional: llama-cpp-python has no wheel on PyPI and builds llama.cpp from source
 (see docs/19-choosing-models.md for the time it takes). Without them a test that asks for a server
-is skipped with the reason and the command that installs them. With ``RAGCORE_TEST_REQUIRE_LLAMA=1``
+is skipped with the reason and the command that installs them. With ``TESTS_REQUIRE_LLAMA=1``
 (set by ``.ci/run``, which installs them) a missing package fails the test instead: CI must not
 pass by skipping what it was meant to run.
 """
@@ -40,13 +40,13 @@ def missing() -> list[str]:
 
 
 def require_llama() -> None:
-    """Skip the calling test (or fail it under ``RAGCORE_TEST_REQUIRE_LLAMA=1``) when something is missing."""
+    """Skip the calling test (or fail it under ``TESTS_REQUIRE_LLAMA=1``) when something is missing."""
     lacking = missing()
     if not lacking:
         return
     reason = f"needs {', '.join(lacking)} (install: {INSTALL}; llama.cpp builds from source)"
-    if os.environ.get("RAGCORE_TEST_REQUIRE_LLAMA") == "1":
-        pytest.fail(f"RAGCORE_TEST_REQUIRE_LLAMA=1 but this test {reason}")
+    if os.environ.get("TESTS_REQUIRE_LLAMA") == "1":
+        pytest.fail(f"TESTS_REQUIRE_LLAMA=1 but this test {reason}")
     pytest.skip(reason)
 
 

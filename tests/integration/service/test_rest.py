@@ -97,14 +97,24 @@ def test_openapi_is_served_at_docs(client: httpx.Client) -> None:
 
 
 def test_the_fast_serialiser_writes_what_to_jsonable_writes(client: httpx.Client, start_server, guide_data) -> None:
-    from ragcore.service.wire import jsonable
-    from ragcore.types import to_jsonable
+    import json
+    import math
+
+    from ragcore.service.wire import event_json, json_bytes, sse
+    from ragcore.types import Event, to_jsonable
 
     served = start_server(guide_data)
     result = served.engine.retrieve(QUESTION)
     answer = served.engine.ask(QUESTION)
     selection = served.engine.ask("What did the lamp burn?", context="selection",
                                   selection="The lamp burned whale oil until 1880, when the keeper switched to kerosene.")
-    for obj in (result, answer, selection):
-        assert jsonable(obj) == to_jsonable(obj)
-    assert jsonable(answer)["validation"]["unsupported"] == list(answer.validation.unsupported)
+    odd = {"nan": math.nan, "inf": -math.inf, 3: (1.23456789, {"x": 1e-9}), "answer": answer}
+    for obj in (result, answer, selection, odd):
+        raw = json_bytes(obj)
+        assert b"\n" not in raw and b"NaN" not in raw  # one strict JSON line: an SSE data field
+        assert json.loads(raw) == to_jsonable(obj)
+    assert json.loads(json_bytes(answer))["validation"]["unsupported"] == list(answer.validation.unsupported)
+    assert "query_vector" not in json.loads(json_bytes(result))  # a field to_jsonable leaves out
+    ev = Event("done", "r1", 3, 1.5, {"status": "ok", "answer": answer})
+    head, data = sse(event_json(ev)).decode().split("\n")[:2]
+    assert head == "event: rag.done" and json.loads(data[len("data: "):])["data"]["answer"] == to_jsonable(answer)
