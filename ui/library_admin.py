@@ -14,14 +14,12 @@ import streamlit as st
 
 from ragcore.engine.collections_admin import delete_document, rename_collection
 from ragcore.ingest.read.loaders import SUPPORTED_SUFFIXES
+from ragcore.storage.names import collection_name_problem
 from ragcore.types import CollectionInfo
 
 from . import state
 from .jobs import IngestJob
 from .render import md_code, md_escape, md_inline
-
-NAME_OK = re.compile(r"^[A-Za-z0-9_-]+$")
-
 
 # folder names that say how documentation is built, not what it is about ("flask/docs/_build/html"):
 # a collection is named after the nearest folder above them instead
@@ -169,8 +167,9 @@ def _rename(rt: state.Runtime, info: CollectionInfo, busy: bool) -> None:
     st.markdown("**Rename**")
     new = st.text_input("New name", key=f"col_new_{info.name}", placeholder="letters, digits, - and _").strip()
     if st.button("Rename", key=f"col_rename_{info.name}", icon=":material/edit:", disabled=busy or not new):
-        if not NAME_OK.match(new):
-            st.error("Invalid name: use letters, digits, - and _.")
+        problem = collection_name_problem(new, "name")
+        if problem:
+            st.error(problem)
             return
         try:
             with st.spinner(f"Copying {info.chunks} chunks into '{new}'…"):
@@ -372,8 +371,9 @@ def _target(names: list[str], folder: str, files: list) -> str:
     suggested = slug(folder or "") or ("uploads" if files else "")
     name = c[1].text_input("New collection name", key="ing_new_name", placeholder=suggested or "name of the new collection",
                            label_visibility="collapsed", help="Empty: named after the folder.").strip() or suggested
-    if name and not NAME_OK.match(name):
-        st.error("Invalid collection name: use letters, digits, - and _.")
+    problem = collection_name_problem(name) if name else None
+    if problem:
+        st.error(problem)
         return ""
     job = state.runtime().job
     if name in names and job is not None and job.collection == name and ss.get("ing_mine") == job.id:

@@ -119,3 +119,18 @@ def test_cancel_keeps_what_was_written_and_the_app_stays_usable(app_env, tmp_pat
     report = rt.engine.ingest([folder], name, calibrate=False)
     assert rt.engine.store.info(name).documents == 30 and report.count("failed") == 0
     rt.engine.drop(name)
+
+
+def test_invalid_names_get_the_engines_own_message_and_nothing_is_made(app_env, tmp_path):
+    """The Library checks a new or renamed collection's name with the rule the engine and the CLI
+    apply (storage/names.py), so the app never accepts a name `ragcore ingest` would refuse."""
+    name, folder = _small_collection(tmp_path)
+    rt = shared_runtime()
+    at = started(LIB, cfg_collection=name)
+    at.text_input(key=f"col_new_{name}").set_value("ragcore__mine").run()  # the reserved prefix of the store's own collections
+    at.button(key=f"col_rename_{name}").click().run()
+    assert any("is not allowed" in e.value and "ragcore__" in e.value for e in at.error)
+    assert rt.engine.store.exists(name) and not rt.engine.store.exists("ragcore__mine")
+    at.text_input(key="ing_folder").set_value(str(folder)).run()
+    at.text_input(key="ing_new_name").set_value("../escape").run()
+    assert any("'../escape' is not allowed" in e.value for e in at.error)
