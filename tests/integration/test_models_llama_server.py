@@ -4,7 +4,7 @@
 (tests/support/llama_server.py). Quality is irrelevant; it proves the protocol, including the
 server's answer for a GGUF that declares no pooling: one vector per token, which ragcore pools.
 
-From the CLI, as a user would: ingest with --embed-model, ask (verified citations), see the model
+From the CLI, as a user would, and from the app's notebook page: ingest with --embed-model, ask (verified citations), see the model
 in ``ragcore collections``, ask again while another model is configured (its own is used, and the
 answer says so). Skipped with the reason when llama-cpp-python is not installed; ``.ci/run``
 installs it and makes a missing package a failure (TESTS_REQUIRE_LLAMA=1).
@@ -51,3 +51,33 @@ def test_a_collection_built_through_llama_cpp_answers_from_the_cli(tmp_path, lla
 
     meta = Store(RagcoreSettings.from_env()).read_meta("gemma")
     assert meta["embedding"]["pooling"] == "mean over tokens (client)" and meta["embedding"]["dimension"] == 640
+
+
+def test_the_app_answers_from_a_collection_built_through_llama_cpp(tmp_path, llama_embedding_server, monkeypatch) -> None:
+    """The same kind of collection, asked from the app's notebook (Streamlit's AppTest, the real page):
+    the question is embedded through the server with the collection's own model, and the answer
+    carries its citation and the note that says which model answered."""
+    from tests.support.app_support import markdown_text, new_app, ok
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(data))
+    monkeypatch.setenv("RAGCORE_EMBED_BASE_URL", llama_embedding_server)
+    monkeypatch.setenv("RAGCORE_EMBED_TIMEOUT_S", "120")
+    corpus = write_corpus(tmp_path / "c", CORPUS)
+    assert main(["ingest", str(corpus), "-c", "gemma", "--embed-model", "openai:gemma-3-270m", "--no-calibrate"]) == 0
+    monkeypatch.setenv("RAGCORE_COLLECTION", "gemma")
+    monkeypatch.setenv("RAGCORE_ABSTAIN_BAR", "0")  # no calibration (--no-calibrate): answer what is found
+    monkeypatch.setenv("RAGCORE_APP_WARMUP", "0")
+    from ui.state import get_runtime
+
+    get_runtime(str(data), None)  # the app's own runtime, made now as the app tests do: no first-start wait
+    at = new_app(timeout=240)
+    at.session_state["cfg_collection"] = "gemma"
+    at.run()
+    ok(at)
+    at.chat_input[0].set_value("When are refunds issued for unused items?").run()
+    ok(at)
+    md = markdown_text(at)
+    answer = next(m.value for m in at.markdown if "14 days" in m.value)
+    assert "[\\[" in answer and "refunds.md" in answer  # a numbered citation that opens refunds.md
+    assert ":green-badge[:material/check_circle: ok]" in md
