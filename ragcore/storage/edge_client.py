@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,9 @@ class EdgeClient:
             self._lock.close()
             raise EdgeBusy(f"{self.root} is already accessed by another process") from None
         self._shards: dict[str, Any] = {}
+        # A shard may be opened once per process (its write-ahead log is locked): two threads that
+        # both found it unopened (the service answers on several) must not both load it.
+        self._opening = threading.Lock()
         self._closed = False
 
     # ------------------------------------------------------------------ collections
@@ -138,10 +142,14 @@ class EdgeClient:
         if self._closed:
             raise RuntimeError("the Edge client is closed")
         shard = self._shards.get(name)
-        if shard is None:
-            if not self.collection_exists(name):
-                raise ValueError(f"Collection {name} not found")
-            shard = self._shards[name] = self._qe.EdgeShard.load(str(self._dir(name) / "shard"))
+        if shard is not None:
+            return shard
+        with self._opening:
+            shard = self._shards.get(name)
+            if shard is None:
+                if not self.collection_exists(name):
+                    raise ValueError(f"Collection {name} not found")
+                shard = self._shards[name] = self._qe.EdgeShard.load(str(self._dir(name) / "shard"))
         return shard
 
     def bump(self, name: str) -> None:

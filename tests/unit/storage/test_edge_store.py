@@ -245,3 +245,48 @@ def test_an_interrupted_copy_is_done_again_from_the_start(tmp_path: Path, make_e
         assert sorted({r.path for r in store.point_refs("g")}) == ["garden/roses.md", "kitchen/bread.md"]
     finally:
         store.close()
+
+
+def test_threads_that_find_a_shard_unopened_open_it_once(tmp_path: Path) -> None:
+    """The service answers on several threads: two that both found a collection's shard unopened
+    loaded it twice, and the second load failed on the write-ahead log's lock ("Can't init WAL:
+    WouldBlock", seen as a 500 on GET /api/collections). Many threads released at once, each
+    asking for a count, over a few rounds of a released client; the real shard's load is slowed
+    down (it is fast here) so the window the threads race through is wide enough to hit."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    client = EdgeClient(tmp_path / "edge")
+    real = client._qe
+
+    def slow_load(path: str):
+        time.sleep(0.05)
+        return real.EdgeShard.load(path)
+
+    client._qe = SimpleNamespace(**{n: getattr(real, n) for n in dir(real) if not n.startswith("__")})
+    client._qe.EdgeShard = SimpleNamespace(**{n: getattr(real.EdgeShard, n) for n in dir(real.EdgeShard)
+                                              if not n.startswith("__")})
+    client._qe.EdgeShard.load = slow_load
+    try:
+        client.create_collection("h", vectors_config=qm.VectorParams(size=2, distance=qm.Distance.DOT))
+        errors: list[BaseException] = []
+        for _ in range(5):
+            client.release()  # every shard closed: the next call opens it again
+            gate = threading.Barrier(8)
+
+            def count() -> None:
+                gate.wait()
+                try:
+                    assert client.count("h", exact=True).count == 0
+                except BaseException as exc:  # noqa: BLE001 (collected for the assertion below)
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=count) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert not errors, errors[:2]
+    finally:
+        client.close()
