@@ -15,7 +15,7 @@ from ragcore.engine.selection import selection_problem
 from ui import firststart, share, state, streaming
 from ui.notebook.model import recent_turns
 from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
-from ui.cells import MAX_QUESTION_CHARS, render_cell
+from ui.cells import MAX_QUESTION_CHARS, SHOWN_CELLS, earlier_cells_control, first_shown, render_cell
 from ui.render import md_escape, md_inline
 
 rt = shell.page_init()
@@ -127,7 +127,19 @@ def _draw_cells(cells: list[Cell], first_index: int, pending: dict | None) -> No
 
 frozen = len(nb.cells)  # the cells this full run draws; the fragment draws those answered after it
 ss["nb_frozen"] = (collection, frozen)
-_draw_cells(list(nb.cells), 1, pending)
+shown: dict = ss.setdefault("nb_shown", {})  # per collection: how many of the newest cells are drawn
+keep = next((i for i, c in enumerate(nb.cells) if link_cell is not None and c.id == link_cell.id), None)
+start = first_shown(frozen, shown.get(collection, SHOWN_CELLS), keep)
+shown[collection] = max(shown.get(collection, SHOWN_CELLS), frozen - start)  # a linked older cell stays drawn
+
+
+def _show_more(n: int) -> None:
+    shown[collection] = frozen - start + n
+
+
+if start:
+    earlier_cells_control(start, _show_more)
+_draw_cells(list(nb.cells)[start:], start + 1, pending)
 if link_cell is not None:  # outlined above (selected); bring it into view once it is drawn
     st.html(share.scroll_to_cell_css(link_cell.id))
 _sel = nb.get(ss.get("nb_selected_cell") or "")

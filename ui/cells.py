@@ -20,14 +20,38 @@ from .citepanel import anchor, panel_html, sentences_by_citation
 LIBRARY_PAGE = "pages/library.py"
 MAX_QUESTION_CHARS = 2000  # a question longer than this is refused (paste long text as a selection)
 TITLE_CHARS = 240  # a cell's title shows this much of its question; the rest is on hover
+# A long notebook draws its newest cells; the older ones are one click away ("Show earlier cells").
+# Every delta of an answer makes the browser redraw the page, and that work grows with the cells
+# drawn (in a notebook of 50 it took more of the 2 cores than the answer itself: bench/results/browser.md).
+SHOWN_CELLS = 10
+SHOW_STEP = 20
+
+
+def first_shown(n_cells: int, shown: int, keep: int | None = None) -> int:
+    """Index of the first cell drawn: the last ``shown`` cells, and from ``keep`` (a linked cell) on."""
+    start = max(0, n_cells - max(shown, 0))
+    return min(start, keep) if keep is not None and keep >= 0 else start
+
+
+def earlier_cells_control(hidden: int, on_more: Callable[[int], None]) -> None:
+    """The control above the newest cells that draws the older ones (exports always hold them all)."""
+    with st.container(horizontal=True, gap="small", vertical_alignment="center", key="nb_earlier"):
+        st.caption(f"{hidden} earlier cell{'s' if hidden != 1 else ''} not drawn")
+        if hidden > SHOW_STEP:
+            st.button(f"Show {SHOW_STEP} more", key="nb_earlier_more", icon=":material/expand_less:",
+                      on_click=on_more, args=(SHOW_STEP,), type="tertiary")
+        st.button(f"Show all {hidden}", key="nb_earlier_all", icon=":material/unfold_more:",
+                  on_click=on_more, args=(hidden,), type="tertiary")
 
 
 def badge_row(run: Run, context_mode: str) -> None:
-    with st.container(horizontal=True, gap="small"):
-        st.badge(CONTEXT_LABELS.get(context_mode, context_mode), icon=":material/filter_center_focus:", color="gray")
-        for label, sev in badges(run):
-            icon = {"ok": ":material/check_circle:", "error": ":material/error:", "warn": ":material/warning:"}.get(sev)
-            st.badge(label, color=BADGE_COLORS.get(sev, "blue"), icon=icon)  # type: ignore[arg-type]
+    """The context mode and the run's badges, as one Markdown line of badge directives (what st.badge
+    writes, one element instead of a row of them: every element is a delta the browser redraws for)."""
+    parts = [f":gray-badge[:material/filter_center_focus: {md_inline(CONTEXT_LABELS.get(context_mode, context_mode))}]"]
+    for label, sev in badges(run):
+        icon = {"ok": ":material/check_circle:", "error": ":material/error:", "warn": ":material/warning:"}.get(sev)
+        parts.append(f":{BADGE_COLORS.get(sev, 'blue')}-badge[{icon + ' ' if icon else ''}{md_inline(label)}]")
+    st.markdown(" ".join(parts))
 
 
 def stamp_caption(run: Run) -> None:

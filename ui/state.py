@@ -20,6 +20,7 @@ from ragcore.types import CollectionInfo, IngestReport
 
 from .firststart import _copy_old_store, ensure_demo  # noqa: F401 - the app's frame and tests use them from here
 from .jobs import IngestJob
+from .listing import CollectionList
 from .warmup import ensure_warm
 from .notebook import Notebook, NotebookError, NotebookStore
 from .render import md_code, md_escape, md_inline
@@ -44,23 +45,22 @@ class Runtime:
     demo_error: str | None = None
     job: IngestJob | None = None
     busy: int = 0  # answers being streamed right now (the warm-up pauses meanwhile)
-    _collections: tuple[float, list[CollectionInfo]] | None = None
+    _listing: CollectionList = field(init=False, repr=False)
     _stale: dict[str, tuple[float, Staleness]] = field(default_factory=dict)
 
     @property
     def notebooks(self) -> NotebookStore:
         return NotebookStore(self.settings.notebooks_dir)
 
+    def __post_init__(self) -> None:
+        self._listing = CollectionList(self.engine.collections, lambda: self.busy > 0)
+
     def collections(self, *, max_age: float = 5.0) -> list[CollectionInfo]:
-        hit = self._collections
-        if hit is not None and time.time() - hit[0] < max_age:
-            return hit[1]
-        cols = self.engine.collections()
-        self._collections = (time.time(), cols)
-        return cols
+        """Read again when older than ``max_age`` s, in a thread while an older list is shown (ui/listing.py)."""
+        return self._listing.get(max_age)
 
     def invalidate_collections(self) -> None:
-        self._collections = None
+        self._listing.invalidate()
 
     def info(self, name: str) -> CollectionInfo | None:
         return next((c for c in self.collections() if c.name == name), None)

@@ -15,7 +15,29 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .model import Cell, Notebook, NotebookError
+from .model import FORMAT, Cell, Notebook, NotebookError
+
+
+def _cell_json(cell: Cell) -> str:
+    """One cell as compact JSON, kept on the cell while its runs are the same objects: a save after
+    an answer serialises only the new cell. (A notebook of 50 answered cells is ~6 MB, mostly the
+    candidate pools; dumping all of it per answer held the GIL for 0.1-1.4 s and so delayed the
+    answer's last messages to the browser, which a server thread sends meanwhile.)"""
+    key = (cell.id, cell.question, cell.context_mode, id(cell.selection), cell.created_at,
+           tuple((id(r.answer), r.ran_at, r.outcome, id(r.passages)) for r in cell.runs))
+    hit = cell.__dict__.get("_rc_json")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    text = json.dumps(cell.to_dict(), ensure_ascii=False)  # no indent: json's C encoder (indent forces the Python one)
+    cell.__dict__["_rc_json"] = (key, text)
+    return text
+
+
+def notebook_json(notebook: Notebook) -> str:
+    """The notebook file's text: ``Notebook.to_dict()`` as JSON, one line per cell."""
+    head = json.dumps({"format": FORMAT, "collection": notebook.collection}, ensure_ascii=False)
+    cells = ",\n".join(_cell_json(c) for c in notebook.cells)
+    return f'{head[:-1]}, "cells": [\n{cells}\n]}}\n'
 
 
 class NotebookStore:
@@ -62,7 +84,7 @@ class NotebookStore:
     def save(self, notebook: Notebook) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.path_for(notebook.collection)
-        data = json.dumps(notebook.to_dict(), ensure_ascii=False, indent=1)
+        data = notebook_json(notebook)
         try:
             fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=self.directory)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
