@@ -213,7 +213,26 @@ def profile(app_dir: Path, label: str, cells: int, size: int, n_questions: int, 
                "collection": collection, "seed": seed, "summary_median_ms": summary, "rows": rows}
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / f"browser-profile-{label}.json").write_text(json.dumps(payload, indent=2))
+    write_markdown(results_dir)
     return payload
+
+
+def write_markdown(results_dir: Path) -> None:
+    """browser-profile.md: the phase medians of every browser-profile-*.json, one column per label."""
+    runs = [json.loads(f.read_text()) for f in sorted(results_dir.glob("browser-profile-*.json"))]
+    if not runs:
+        return
+    keys = [k for k in runs[0]["summary_median_ms"]]
+    lines = ["# Browser profile: where Enter → finished answer goes", "",
+             "`ragcore bench browser-profile` (bench/browser_profile.py): one app run under timing hooks "
+             "(bench/browser_hooks.py, the app unchanged) in headless chromium, a notebook of 50 cells on the guide, "
+             "the extractive generator. Medians over the questions, in ms after the Enter key press; *browser …* is "
+             "chromium's own main-thread time (CDP Performance metrics) between Enter and the end of the run.", "",
+             "| phase (median ms) | " + " | ".join(f"{r['label']} ({r['when'][:16]}, load {r['machine'].get('load_avg', '?')})" for r in runs) + " |",
+             "|---|" + "---|" * len(runs)]
+    for k in keys:
+        lines.append(f"| {k} | " + " | ".join(str(r["summary_median_ms"].get(k, "–")) for r in runs) + " |")
+    (results_dir / "browser-profile.md").write_text("\n".join(lines) + "\n")
 
 
 def add_profile_parser(bsub: argparse._SubParsersAction) -> None:

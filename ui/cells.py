@@ -25,6 +25,7 @@ TITLE_CHARS = 240  # a cell's title shows this much of its question; the rest is
 # drawn (in a notebook of 50 it took more of the 2 cores than the answer itself: bench/results/browser.md).
 SHOWN_CELLS = 10
 SHOW_STEP = 20
+SHOW_ALL = 1 << 30
 
 
 def first_shown(n_cells: int, shown: int, keep: int | None = None) -> int:
@@ -41,7 +42,7 @@ def earlier_cells_control(hidden: int, on_more: Callable[[int], None]) -> None:
             st.button(f"Show {SHOW_STEP} more", key="nb_earlier_more", icon=":material/expand_less:",
                       on_click=on_more, args=(SHOW_STEP,), type="tertiary")
         st.button(f"Show all {hidden}", key="nb_earlier_all", icon=":material/unfold_more:",
-                  on_click=on_more, args=(hidden,), type="tertiary")
+                  on_click=on_more, args=(SHOW_ALL,), type="tertiary")  # all, also once more cells are answered
 
 
 def badge_row(run: Run, context_mode: str) -> None:

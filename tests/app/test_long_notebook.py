@@ -46,6 +46,10 @@ def test_the_newest_cells_are_drawn_and_the_rest_one_click_away(app_env):
     assert not [b for b in at.button if b.key == "nb_earlier_all"]
     at.run()  # stays so in the session
     assert _drawn(at) == ids
+    at.chat_input[0].set_value("What is top-K?").run()  # one more cell: all still drawn
+    ok(at)
+    at.run()
+    assert len(_drawn(at)) == N + 1
 
 
 def test_a_link_to_an_older_cell_draws_it_and_keeps_it_drawn(app_env):
