@@ -62,7 +62,7 @@ def _measure(url: str, data_dir: Path, collection: str, cells: int, questions: l
             except Exception:
                 print(page.evaluate("() => [...document.querySelectorAll('button')].slice(0, 20).map(b => b.textContent)"))
                 raise
-            drawn = page.evaluate("() => window.__rcCount()")
+            drawn = page.evaluate("() => document.querySelectorAll('[class*=\"st-key-cell_\"]').length")
             print(f"  {collection}: {drawn} of {cells} cells drawn {time.monotonic() - t0:.1f} s after the page was opened", flush=True)
             page.locator("textarea[data-testid='stChatInputTextArea']").wait_for()
             _ask(page, "What is a notebook cell?", 180)  # warm-up: the composer's first run, not counted
@@ -136,7 +136,7 @@ def _write_markdown(results_dir: Path) -> None:
         m = p.get("machine") or {}
         lines += [f"## {p['label']} ({p['when']})", "",
                   f"{p['cells']} cells already in each notebook · padded collection {p['size']:,} chunks · viewport "
-                  f"{p['viewport'][0]}×{p['viewport'][1]} · load average at start {m.get('load_avg', m.get('loadavg', '?'))}", "",
+                  f"{p['viewport'][0]}×{p['viewport'][1]} · load average as the run ended {m.get('load_avg', m.get('loadavg', '?'))}", "",
                   "| collection | answers | cells drawn | first token p50 / p95 | finished p50 / p95 | pipeline p50 / p95 | overhead p50 / p95 |",
                   "|---|---|---|---|---|---|---|"]
         for col, s in p["summary"].items():
