@@ -30,7 +30,7 @@ def item_of_node(nws: NodeWithScore) -> CutItem:
     m = nws.node.metadata
     cosine = m["cosine"] if "cosine" in m else nws.score
     key = (m.get("path"), tuple(m.get("section") or ()), m.get("page")) if "path" in m else (nws.node.node_id,)
-    return CutItem(cosine, key, branch_best=1 in (m.get("dense_rank"), m.get("sparse_rank")))
+    return CutItem(cosine, key)
 
 
 class _Cut(BaseNodePostprocessor):
@@ -59,8 +59,7 @@ class CosineThreshold(_Cut):
 
 
 class SectionDedupe(_Cut):
-    """Keeps the first (best-ranked) node of each (path, section, page) and any node a branch ranks
-    first (cutrules.keep_first_of_section); others are duplicates."""
+    """Keeps the first (best-ranked) node of each (path, section, page); others are duplicates."""
 
     reason: ClassVar[DropReason] = "dedupe"
 

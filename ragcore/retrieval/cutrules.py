@@ -41,7 +41,6 @@ class CutItem:
     chunk_rank: int | None = None  # rank among passages before documents were ranked
     rerank: float | None = None  # the reranker's score, when a reranker ran (retrieval/rerank.py)
     doc_score: float | None = None  # its document's score (documents.py), for the per-document cap
-    branch_best: bool = False  # the dense or the BM25 branch ranks it first: never a duplicate
 
 
 # a document whose chunks hold the passage ranking's first DOMINANT_TOP places clearly holds the
@@ -57,7 +56,7 @@ EVIDENCE_PER_DOC = 0  # settings.evidence_per_doc's default (a test keeps them e
 
 def item_of_candidate(c: Candidate) -> CutItem:
     return CutItem(c.dense_score, (c.chunk.path, c.chunk.section, c.chunk.page), c.chunk.path, c.chunk_rank,
-                   c.rerank_score, c.doc_score, branch_best=1 in (c.dense_rank, c.sparse_rank))
+                   c.rerank_score, c.doc_score)
 
 
 class CutRule(Protocol):
@@ -81,14 +80,11 @@ def keep_reranked_above(items: Sequence[CutItem], threshold: float) -> list[bool
 
 
 def keep_first_of_section(items: Sequence[CutItem]) -> list[bool]:
-    """The first (best-ranked) item of each section; the others are duplicates, except the one a
-    branch ranks first (dense #1 or BM25 #1), which is the corpus's best match for that branch, not
-    a repeat: on a PDF without an outline a page's chunks share one section, and the chunk that
-    holds the answer (BM25 #1, pdf-qa's pdf-018) was cut behind its page's first-ranked chunk."""
+    """The first (best-ranked) item of each section; the others are duplicates."""
     seen: set[Hashable] = set()
     flags = []
     for it in items:
-        flags.append(it.section_key not in seen or it.branch_best)
+        flags.append(it.section_key not in seen)
         seen.add(it.section_key)
     return flags
 

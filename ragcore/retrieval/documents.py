@@ -14,11 +14,13 @@ centroid); then the documents the question or its best passages name join by rec
 fusion, named_weight / (DOC_RRF_K + rank among the named). Each candidate records the cosines
 and the names, so the lab can show why its document moved.
 
-A document's score never buries the chunk both branches rank first (dense #1 and BM25 #1): its
-document scores at least as much as the best document, and ties go to the document whose chunk
-ranks first, so it leads. Summing three chunks otherwise puts a one-chunk document (a scanned
-page, a short note) behind every longer document with several middling matches: on pdf-qa the
+Summing three chunks must not bury a short document's one excellent chunk: when the dense and the
+BM25 branch both rank a chunk first and its document has fewer than ``DEPTH`` chunks in the pool
+(a scanned page, a short note: it cannot have three), that document scores at least as much as the
+best document, and ties go to the document whose chunk ranks first, so it leads. On pdf-qa the
 scanned page that answers was dense #1 and BM25 #1 and ranked #35 (bench/results/issue30-r3.md).
+A longer document gets no lift: its chunks are summed like any other's (lifting those too moved
+an unjudged page ahead of the relevant one on django-docs-qa).
 """
 
 from __future__ import annotations
@@ -43,14 +45,18 @@ def document_scores(cands: Sequence[Candidate], kind: ScoreKind, decay: float) -
 
 
 def unanimous_best(cands: Sequence[Candidate]) -> str | None:
-    """The document of the chunk that the dense and the BM25 branch both rank first, if one does."""
-    return next((c.chunk.path for c in cands if c.dense_rank == 1 and c.sparse_rank == 1), None)
+    """The document of the chunk that the dense and the BM25 branch both rank first, when that
+    document has fewer than ``DEPTH`` chunks in the pool; else None."""
+    path = next((c.chunk.path for c in cands if c.dense_rank == 1 and c.sparse_rank == 1), None)
+    if path is None or sum(c.chunk.path == path for c in cands) >= DEPTH:
+        return None
+    return path
 
 
 def lift_unanimous(scores: dict[str, float], cands: Sequence[Candidate]) -> dict[str, float]:
-    """``scores`` with the unanimous best chunk's document raised to the best document's score."""
+    """``scores`` with the short document of the unanimous best chunk raised to the best document's score."""
     lead = unanimous_best(cands)
-    if lead is None or lead not in scores or not scores:
+    if lead is None or lead not in scores:
         return scores
     return {**scores, lead: max(scores[lead], max(scores.values()))}
 

@@ -1,21 +1,14 @@
-"""The pool's best chunk survives the document ranking and the per-section dedupe (issue 30).
+"""The pool's best chunk survives the document ranking (documents.py, issue 30): a document's score
+(its best three chunks summed) does not bury the chunk that the dense and the BM25 branch both rank
+first when its document is too short to have three (a scanned page, a short note).
 
-- documents.py: a document's score (its best three chunks summed) never buries the chunk that the
-  dense and the BM25 branch both rank first: a one-chunk document (a scanned page) leads.
-- cutrules.keep_first_of_section: a chunk that a branch ranks first is never a duplicate of its
-  section's first-ranked chunk (a PDF page without an outline is one section).
-
-The pure rules are tested on hand-made candidates; the end-to-end test runs the real ONNX model
-over an embedded Qdrant.
+The pure rule is tested on hand-made candidates; the end-to-end test runs the real ONNX model over
+an embedded Qdrant.
 """
 
 from __future__ import annotations
 
-from llama_index.core.schema import NodeWithScore, TextNode
-
 from ragcore.engine.engine import Engine
-from ragcore.llamaindex.postprocessors import SectionDedupe
-from ragcore.retrieval.cutrules import apply_cuts
 from ragcore.retrieval.documents import rank_documents, unanimous_best
 from ragcore.types import Candidate, Chunk
 
@@ -58,30 +51,19 @@ def test_documents_not_ranked_leaves_the_order_alone() -> None:
     assert [c.chunk.chunk_id for c in rank_documents(pool, "rrf", decay=0.0, per_doc=0)] == ["n1", "a1", "a2", "a3", "b1"]
 
 
-def _one_page(branch_best_second: bool) -> list[Candidate]:
-    # three chunks of one outline-less PDF page: one section key; the second is BM25's #1 (or #4)
-    sec, page = (), 4
-    return [cand("p1", "book.pdf", 0.2, 1, 1, 2, sec, page), cand("p2", "book.pdf", 0.19, 2, 9,
-            1 if branch_best_second else 4, sec, page), cand("p3", "book.pdf", 0.18, 3, 3, 3, sec, page),
-            cand("q1", "book.pdf", 0.1, 4, 5, 5, ("other",), 5)]
-
-
-def test_dedupe_keeps_a_chunk_a_branch_ranks_first() -> None:
-    cut = apply_cuts(_one_page(True), top_k=6, threshold=0.0, dedupe=True)
-    assert {c.chunk.chunk_id: c.dropped_reason for c in cut} == {"p1": None, "p2": None, "p3": "dedupe", "q1": None}
-    # as before when no branch ranks the second chunk first: one chunk per (path, section, page)
-    cut = apply_cuts(_one_page(False), top_k=6, threshold=0.0, dedupe=True)
-    assert {c.chunk.chunk_id: c.dropped_reason for c in cut} == {"p1": None, "p2": "dedupe", "p3": "dedupe", "q1": None}
-
-
-def test_the_node_postprocessor_applies_the_same_rule() -> None:
-    def node(cid: str, dense_rank: int, sparse_rank: int) -> NodeWithScore:
-        meta = {"path": "book.pdf", "section": [], "page": 4, "cosine": 0.5, "dense_rank": dense_rank,
-                "sparse_rank": sparse_rank}
-        return NodeWithScore(node=TextNode(id_=cid, text=cid, metadata=meta), score=0.1)
-
-    kept = SectionDedupe().postprocess_nodes([node("p1", 1, 2), node("p2", 9, 1), node("p3", 3, 3)])
-    assert [n.node.node_id for n in kept] == ["p1", "p2"]
+def test_a_long_document_is_not_lifted_by_its_unanimous_chunk() -> None:
+    """A document with DEPTH or more chunks in the pool is summed like any other, even when it holds
+    the chunk both branches rank first (on django-docs-qa lifting such a page moved an unjudged page
+    ahead of the relevant one)."""
+    pool = [cand("n1", "guide.pdf", 0.18, 1, 1, 1), cand("a1", "long.pdf", 0.16, 2, 2, 2),
+            cand("a2", "long.pdf", 0.15, 3, 3, 3), cand("a3", "long.pdf", 0.14, 4, 4, 4),
+            cand("n2", "guide.pdf", 0.05, 5, 5, 5), cand("n3", "guide.pdf", 0.04, 6, 6, 6)]
+    assert unanimous_best(pool) is None
+    out = rank_documents(pool, "rrf", decay=1.0, per_doc=0)
+    assert [c.chunk.chunk_id for c in out] == ["a1", "a2", "a3", "n1", "n2", "n3"]
+    # with two chunks (fewer than three) it is lifted
+    assert unanimous_best(pool[:5]) == "guide.pdf"
+    assert [c.chunk.chunk_id for c in rank_documents(pool[:5], "rrf", decay=1.0, per_doc=0)][:2] == ["n1", "n2"]
 
 
 NOTE = ("Field notes from the Kettle Ridge weather station. The lowest temperature recorded over the "

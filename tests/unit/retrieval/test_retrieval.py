@@ -359,46 +359,35 @@ def test_default_threshold_cuts_nothing(cfg_engine: Engine) -> None:
 
 
 def test_dedupe_keeps_one_chunk_per_section(cfg_engine: Engine) -> None:
-    """One chunk per (path, section, page), and besides it only a chunk a branch ranks first
-    (cutrules.keep_first_of_section; tests/unit/retrieval/test_best_chunk_kept.py)."""
     q = "Which fields can the log format add to every record?"
     plain = search(cfg_engine, q, retrieval_mode="hybrid", top_k=100, dedupe=False, threshold=-1.0)
     log_key = ("logging/format.md", ("Logging", "Log format"), None)
     same_section = [c for c in plain.candidates if (c.chunk.path, c.chunk.section, c.chunk.page) == log_key]
     assert len(same_section) >= 3
     r = search(cfg_engine, q, retrieval_mode="hybrid", top_k=100, dedupe=True, threshold=-1.0)
-
-    def branch_best(c) -> bool:
-        return 1 in (c.dense_rank, c.sparse_rank)
-
+    keys = [(c.chunk.path, c.chunk.section, c.chunk.page) for c in r.kept]
+    assert len(keys) == len(set(keys))
     seen: set = set()
     for c in r.candidates:
         key = (c.chunk.path, c.chunk.section, c.chunk.page)
-        if key in seen and not branch_best(c):
+        if key in seen:
             assert c.dropped_reason == "dedupe" and not c.kept
         else:
             assert c.kept, (c.dropped_reason, key)
             seen.add(key)
-    keys = [(c.chunk.path, c.chunk.section, c.chunk.page) for c in r.kept if not branch_best(c)]
-    assert len(keys) == len(set(keys))
-    best = min(same_section, key=lambda c: c.rank)
-    kept_log = [c for c in r.kept if (c.chunk.path, c.chunk.section, c.chunk.page) == log_key]
-    assert kept_log[0].chunk.chunk_id == best.chunk.chunk_id and all(branch_best(c) for c in kept_log[1:])
     dropped = [c for c in r.candidates if c.dropped_reason == "dedupe"]
-    assert len(dropped) == len(same_section) - len(kept_log)
+    assert len(dropped) == len(same_section) - 1
+    best = min(same_section, key=lambda c: c.rank)
+    assert [c.chunk.chunk_id for c in r.kept if (c.chunk.path, c.chunk.section, c.chunk.page) == log_key] == [
+        best.chunk.chunk_id
+    ]
 
 
 def test_dedupe_then_top_k(cfg_engine: Engine) -> None:
     q = "Which fields can the log format add to every record?"
     r = search(cfg_engine, q, retrieval_mode="hybrid", top_k=4, dedupe=True, threshold=-1.0)
     assert len(r.kept) == 4
-    # distinct sections, but for a later chunk of a section that a branch ranks first (here the log
-    # format section holds the dense #1 and the BM25 #1)
-    seen: set = set()
-    for c in r.kept:
-        key = (c.chunk.path, c.chunk.section)
-        assert key not in seen or 1 in (c.dense_rank, c.sparse_rank)
-        seen.add(key)
+    assert len({(c.chunk.path, c.chunk.section) for c in r.kept}) == 4
     reasons = {c.dropped_reason for c in r.candidates if not c.kept}
     assert reasons <= {"dedupe", "top_k"} and "top_k" in reasons
 
