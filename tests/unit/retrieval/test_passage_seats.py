@@ -51,12 +51,14 @@ def test_the_default_is_the_settings_default() -> None:
 
 
 LONG = "\n\n".join(
-    f"## Pool option {i}\n\nThe connection pool option {name} changes how the pool hands out database connections. "
-    f"Set it on the engine; the pool reads it when a connection is checked out."
+    f"## Pool option {i}\n\nThe connection pool option {name} sets the retry count of a statement when a dropped connection "
+    f"is retried. The pool applies it automatically when a connection is checked out."
     for i, name in enumerate(["size", "overflow", "timeout", "recycle", "reset", "echo", "logging", "class"], 1))
-ANSWER = ("# Retrying\n\n## Retry a statement automatically\n\n"
-          "To retry a statement automatically after a dropped connection, catch the disconnect error and run the "
-          "statement again on a fresh connection.\n")
+# one excellent section among unrelated ones: three chunks, so no short-document lift (documents.py)
+ANSWER = ("# Retrying\n\n## Running a failed query again\n\nTo retry a statement after the database link was lost, "
+          "catch the disconnect error and execute the query once more on a new link.\n"
+          "\n## Log files\n\nLog lines are written to standard error unless a file is named.\n"
+          "\n## Colours\n\nThe terminal output uses colours when it is a terminal.\n")
 
 
 def test_a_real_search_seats_the_best_passage(ingested_engine) -> None:
@@ -67,9 +69,10 @@ def test_a_real_search_seats_the_best_passage(ingested_engine) -> None:
     s = eng.settings.with_(top_k=3)
     res = eng.retrieve(q, s, "seats")
     best = min(res.candidates, key=lambda c: c.chunk_rank)
-    assert best.chunk.path == "retry.md" and res.candidates[0].chunk.path == "pool.md"  # the case this is for
+    first = min(res.candidates, key=lambda c: c.rank)
+    assert best.chunk.path == "retry.md" and first.chunk.path == "pool.md"  # the case this is for
     assert "retry.md" not in {c.chunk.path for c in res.candidates if c.kept}
     seated = eng.retrieve(q, s.with_(evidence_seats=1), "seats")
     kept = [c for c in seated.candidates if c.kept]
-    assert len(kept) == 3 and "retry.md" in {c.chunk.path for c in kept}
+    assert len(kept) == 3 and best.chunk.chunk_id in {c.chunk.chunk_id for c in kept}
     assert [c.chunk.chunk_id for c in seated.candidates] == [c.chunk.chunk_id for c in res.candidates]  # same ranking
