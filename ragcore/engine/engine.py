@@ -233,6 +233,14 @@ class Engine:
         return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
                                                      per_doc=per_doc, rerank_threshold=rerank_threshold, seats=seats))
 
+    @classmethod
+    def recut_as(cls, result: RetrievalResult, settings: RagcoreSettings) -> RetrievalResult:
+        """The cuts ``settings`` give, over an existing pool: every cut setting the answer's own
+        retrieval applies (HybridSearch), so the lab keeps what the answer would keep."""
+        return cls.recut(result, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
+                         per_doc=settings.evidence_per_doc, rerank_threshold=settings.rerank_threshold,
+                         seats=settings.evidence_seats)
+
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;
         add ragcore's cut post-processors and ``CitationNumberer`` after it)."""
