@@ -17,6 +17,7 @@ Screenshots are saved in the tests' tmp folder.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -718,3 +719,36 @@ def _stop_a_slow_answer(page, base: str, tmp_path: Path) -> None:
         page.get_by_text("Switched to the extractive composer").first.wait_for()
     finally:
         server.stop()
+
+
+def test_a_long_notebook_draws_its_newest_cells_and_the_rest_on_request(server, page, shots):
+    """A notebook of 14 cells draws the newest 10 (ui/cells.py SHOWN_CELLS: every answer's deltas make the
+    browser redraw what is drawn); "Show all" draws the rest; a link to the oldest cell draws it, outlined."""
+    page.goto(server.url + "/?collection=guide")
+    _wait_ready(page)
+    path = server.data_dir / "notebooks" / "guide.json"
+    if not path.exists() or not json.loads(path.read_text())["cells"]:
+        _ask(page)
+        page.wait_for_function("() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Re-run'))",
+                               timeout=180_000)
+        _idle(page)
+    data = json.loads(path.read_text())
+    one = next(c for c in data["cells"] if c["runs"])
+    data["cells"] = [{**one, "id": f"long{i:04d}", "question": f"{one['question']} ({i})"} for i in range(14)]
+    path.write_text(json.dumps(data))
+    page.goto(server.url + "/?collection=guide")  # a new session reads the file
+    _wait_ready(page)
+    cells = page.locator("[class*='st-key-cell_']")
+    assert cells.count() == 10
+    page.get_by_text("4 earlier cells not drawn").wait_for()
+    page.get_by_role("button", name="Show all 4").click()
+    page.locator(".st-key-cell_long0000").wait_for()
+    _idle(page)
+    assert cells.count() == 14
+    _shot(page, shots, "2d-long-notebook-all")
+    # a link to the oldest cell, opened anew: drawn (with those after it), outlined, nothing asked
+    page.goto(server.url + "/?collection=guide&cell=long0000&q=" + quote(f"{one['question']} (0)"))
+    page.locator(".st-key-cell_long0000_sel").wait_for(timeout=120_000)
+    _idle(page)
+    assert cells.count() == 14 and not page.get_by_text("earlier cells not drawn").count()
+    assert len(json.loads(path.read_text())["cells"]) == 14
