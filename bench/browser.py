@@ -35,6 +35,10 @@ def _ask(page, question: str, timeout_s: float) -> dict[str, float]:
     # a fragment run that just ended may show its old chat box beside the new one for a moment
     page.wait_for_function("() => document.querySelectorAll(\"textarea[data-testid='stChatInputTextArea']\").length === 1",
                            timeout=timeout_s * 1000)
+    # and the finished cells' count has settled (a count taken mid-redraw rose at once after Enter: "finished in 6 ms")
+    page.wait_for_function("""() => { const n = window.__rcCount(), t = performance.now(), s = window.__rcStable;
+        if (!s || s.n !== n) { window.__rcStable = {n: n, t: t}; return false; } return t - s.t > 300; }""",
+                           timeout=timeout_s * 1000, polling=50)
     base = page.evaluate("() => { window.__rcB.base = window.__rcCount(); return window.__rcB.base; }")
     box = page.locator("textarea[data-testid='stChatInputTextArea']")
     box.fill(question)
@@ -44,7 +48,8 @@ def _ask(page, question: str, timeout_s: float) -> dict[str, float]:
     return {"cells_before": base, "first_token_ms": round(b["first"] - b["enter"], 1), "finished_ms": round(b["done"] - b["enter"], 1)}
 
 
-def _measure(url: str, data_dir: Path, collection: str, cells: int, questions: list[str], viewport: dict[str, int]) -> list[dict[str, Any]]:
+def _measure(url: str, data_dir: Path, collection: str, cells: int, questions: list[str], viewport: dict[str, int],
+             pause_s: float = 0.0) -> list[dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
     rows: list[dict[str, Any]] = []
@@ -66,9 +71,12 @@ def _measure(url: str, data_dir: Path, collection: str, cells: int, questions: l
             print(f"  {collection}: {drawn} of {cells} cells drawn {time.monotonic() - t0:.1f} s after the page was opened", flush=True)
             page.locator("textarea[data-testid='stChatInputTextArea']").wait_for()
             _ask(page, "What is a notebook cell?", 180)  # warm-up: the composer's first run, not counted
-            for q in questions:
+            for i, q in enumerate(questions):
+                time.sleep(pause_s)  # the analyst reads the last answer: caches with a short life expire as in use
                 r = _ask(page, q, 180)
-                total = pipeline_total(data_dir, collection, r["cells_before"] + 1)
+                # the seeded cells, the warm-up's and one per question so far: this answer's own total once its save landed
+                # (the count of "Re-run" buttons in the page is no count of the file's cells)
+                total = pipeline_total(data_dir, collection, cells + 2 + i)
                 rows.append({"collection": collection, "question": q, "cells_drawn_at_open": drawn, **r, "pipeline_total_ms": total,
                              "overhead_ms": round(r["finished_ms"] - total, 1) if total is not None else None})
                 print(f"  {collection}: {q!r} first {r['first_token_ms']:.0f} ms, finished {r['finished_ms']:.0f} ms, "
@@ -99,7 +107,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bench_browser(app_dir: Path, label: str, cells: int, size: int, n_questions: int, results_dir: Path,
-                  width: int = 1400, height: int = 1000) -> dict[str, Any]:
+                  width: int = 1400, height: int = 1000, pause_s: float = 6.0) -> dict[str, Any]:
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium")
     tmp = Path(tempfile.mkdtemp(prefix="ragcore-bench-browser-"))
@@ -111,11 +119,11 @@ def bench_browser(app_dir: Path, label: str, cells: int, size: int, n_questions:
         try:
             qs = list(QUESTIONS[:n_questions])
             for col in seed["collections"]:
-                rows += _measure(app.url, data_dir, col, cells, qs, {"width": width, "height": height})
+                rows += _measure(app.url, data_dir, col, cells, qs, {"width": width, "height": height}, pause_s)
         finally:
             app.stop()
         payload = {"label": label, "when": utc_now(), "machine": machine(), "app_dir": str(app_dir), "cells": cells,
-                   "size": size, "viewport": [width, height], "seed": seed, "summary": _summary(rows), "rows": rows}
+                   "size": size, "pause_s": pause_s, "viewport": [width, height], "seed": seed, "summary": _summary(rows), "rows": rows}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -130,13 +138,19 @@ def _write_markdown(results_dir: Path) -> None:
              "`ragcore bench browser` (bench/browser.py): the app in Debian's headless chromium (Playwright), "
              "a notebook already holding the stated number of cells, the extractive generator. Times are the page's "
              "own clock from the Enter key press; *pipeline* is the engine's own total for the same answer "
-             "(`metadata.latency_ms.total`); *overhead* = finished − pipeline, per answer. Target: overhead ≤ 1 s at p95.", ""]
+             "(`metadata.latency_ms.total`); *overhead* = finished − pipeline, per answer. Target: overhead ≤ 1 s at p95. "
+             "Before round 4 the bench waited for a save by a count of the page's Re-run buttons (two per cell), so it "
+             "waited 60 s between questions on an app drawing every cell, and paired an answer on one drawing fewer "
+             "cells with the previous answer's total now and then; since round 4 it counts the saved cells and waits "
+             "`--pause` s between questions (an analyst reading the answer).", ""]
     for f in sorted(results_dir.glob("browser-*.json")):
+        if f.name.startswith("browser-profile-"):  # bench browser-profile's own (browser-profile.md)
+            continue
         p = json.loads(f.read_text())
         m = p.get("machine") or {}
         lines += [f"## {p['label']} ({p['when']})", "",
                   f"{p['cells']} cells already in each notebook · padded collection {p['size']:,} chunks · viewport "
-                  f"{p['viewport'][0]}×{p['viewport'][1]} · load average as the run ended {m.get('load_avg', m.get('loadavg', '?'))}", "",
+                  f"{p['viewport'][0]}×{p['viewport'][1]} · {p.get('pause_s', '–')} s between questions · load average as the run ended {m.get('load_avg', m.get('loadavg', '?'))}", "",
                   "| collection | answers | cells drawn | first token p50 / p95 | finished p50 / p95 | pipeline p50 / p95 | overhead p50 / p95 |",
                   "|---|---|---|---|---|---|---|"]
         for col, s in p["summary"].items():
@@ -156,6 +170,7 @@ def add_browser_parser(bsub: argparse._SubParsersAction) -> None:
     bb.add_argument("--size", type=int, default=10_000, help="chunks of the padded collection")
     bb.add_argument("--questions", type=int, default=8, help="questions timed per collection")
     bb.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bb.add_argument("--pause", type=float, default=6.0, help="seconds between an answer and the next question (reading it)")
     bb.set_defaults(func=_cmd_browser)
     from bench.browser_profile import add_profile_parser
 
@@ -163,6 +178,6 @@ def add_browser_parser(bsub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_browser(args: argparse.Namespace) -> int:
-    bench_browser(args.app_dir, args.label, args.cells, args.size, args.questions, args.results)
+    bench_browser(args.app_dir, args.label, args.cells, args.size, args.questions, args.results, pause_s=args.pause)
     print((args.results / "browser.md").read_text())
     return 0
