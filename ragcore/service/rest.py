@@ -37,24 +37,36 @@ async def documents(name: str, svc: Service = Depends(service)) -> list[dict[str
     return [{"path": p, "chunks": n} for p, n in docs]
 
 
+# The two hot routes are served by lean.py (the same functions below, without FastAPI's
+# per-request machinery); these declarations document them in /openapi.json and serve them
+# when the app is built with lean_routes=False.
 @router.post("/api/retrieve", tags=["questions"], summary="the ranked pool with every score and cut reason",
              response_class=Response)
 async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> Response:
-    s = request_settings(svc.engine.settings, body)
-    try:  # serialised in the worker thread too: the event loop stays free for other requests
-        data = await run_blocking(svc.slots, svc.settings.deadline_s,
-                                  lambda: json_bytes(svc.engine.retrieve(body.question, s)))
-    except StoreError as exc:  # a missing or unreadable collection: the store's message says which
-        raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
-    return Response(data, media_type="application/json")
+    return Response(await retrieve_reply(svc, body), media_type="application/json")
 
 
 @router.post("/api/ask", tags=["questions"], summary="the Answer contract as JSON (as `ragcore ask --json` prints it)",
              response_class=Response)
 async def ask(body: AskRequest, svc: Service = Depends(service)) -> Response:
+    return Response(await ask_reply(svc, body), media_type="application/json")
+
+
+async def retrieve_reply(svc: Service, body: RetrieveRequest) -> bytes:
+    """``POST /api/retrieve``'s JSON: the ranked pool."""
+    s = request_settings(svc.engine.settings, body)
+    try:  # serialised in the worker thread too: the event loop stays free for other requests
+        return await run_blocking(svc.slots, svc.settings.deadline_s,
+                                  lambda: json_bytes(svc.engine.retrieve(body.question, s)))
+    except StoreError as exc:  # a missing or unreadable collection: the store's message says which
+        raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
+
+
+async def ask_reply(svc: Service, body: AskRequest) -> bytes:
+    """``POST /api/ask``'s JSON: the Answer contract."""
     answer = await answer_of(svc, body)
     # written once, here (~1 ms: wire.py); FastAPI's own encoder would walk a large answer several times
-    return Response(json_bytes(answer), media_type="application/json")
+    return json_bytes(answer)
 
 
 async def answer_of(svc: Service, body: AskRequest):
