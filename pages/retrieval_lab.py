@@ -177,8 +177,8 @@ if question.strip():
             ss["lab_result"] = (key, fresh)
             stored = ss["lab_result"]
     if stored is not None and stored[0] == key:
-        # moving top-K / threshold / dedupe re-applies the cuts to the stored pool: no new query
-        result = Engine.recut(stored[1], top_k=ls.top_k, threshold=ls.threshold, dedupe=ls.dedupe)
+        # moving top-K / threshold / dedupe re-applies the cuts (with the rest of the settings' cuts) to the stored pool: no new query
+        result = Engine.recut_as(stored[1], ls)
         ss["lab_view"] = result
 else:
     st.info("Type a question: the lab runs retrieval only (no answer) and shows every candidate with its scores.",
@@ -331,7 +331,7 @@ def side_result(side: str) -> RetrievalResult | None:
             return None
         ss[f"ab_result_{side}"] = (key, res)
         stored = ss[f"ab_result_{side}"]
-    return Engine.recut(stored[1], top_k=s.top_k, threshold=s.threshold, dedupe=s.dedupe)
+    return Engine.recut_as(stored[1], s)
 
 
 with tab_ab:

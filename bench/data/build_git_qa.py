@@ -181,6 +181,17 @@ def build(out: Path, git: Package, django: Package) -> dict:
     return stats
 
 
+# The part of a set's README that says what its files hold: the same for every set these scripts
+# build (build_sphinx_faq_qa.py imports it).
+FILES_SECTION = """## Files
+
+Same format as django-docs-qa: `questions.jsonl` and `unanswerable.jsonl` hold
+`{"id", "question", "answer", "relevant", "relevant_docs", "source", "answerable"}`, `relevant`
+being `page.html` or `page.html#anchor` relative to `corpus/`. Relevance judgements are the
+authors' links and are incomplete: other pages may answer a question too.
+"""
+
+
 def readme(git: Package, django: Package, s: dict) -> str:
     return f"""# Git documentation: retrieval QA evaluation set
 
@@ -211,13 +222,7 @@ Git's documentation: GPL-2.0 (`Files: *` stanza of `/usr/share/doc/git-doc/copyr
 | relevance links | {s['links']} |
 | unanswerable | {s['unanswerable']} |
 
-## Files
-
-Same format as django-docs-qa: `questions.jsonl` and `unanswerable.jsonl` hold
-`{{"id", "question", "answer", "relevant", "relevant_docs", "source", "answerable"}}`, `relevant`
-being `page.html` or `page.html#anchor` relative to `corpus/`. Relevance judgements are the
-authors' links and are incomplete: other pages may answer a question too.
-"""
+{FILES_SECTION}"""
 
 
 def main() -> None:

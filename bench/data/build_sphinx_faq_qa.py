@@ -44,7 +44,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Tag
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_git_qa import Package, _question, _ws, fetch_package, resolve  # noqa: E402  (same folder, a script)
+from build_git_qa import FILES_SECTION, Package, _question, _ws, fetch_package, resolve  # noqa: E402  (same folder, a script)
 
 BUILD_DIRS = ("_static", "_sources", "_modules", "_images", "_downloads")
 GENERATED = ("genindex.html", "search.html", "py-modindex.html", "contents.html", "404.html")
@@ -189,13 +189,7 @@ the selection rules).
 | relevance links | {s['links']} |
 | unanswerable | {s['unanswerable']} |
 
-## Files
-
-Same format as django-docs-qa: `questions.jsonl` and `unanswerable.jsonl` hold
-`{{"id", "question", "answer", "relevant", "relevant_docs", "source", "answerable"}}`, `relevant`
-being `page.html` or `page.html#anchor` relative to `corpus/`. Relevance judgements are the
-authors' links and are incomplete: other pages may answer a question too.
-"""
+{FILES_SECTION}"""
 
 
 def main() -> None:

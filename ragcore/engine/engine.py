@@ -33,6 +33,7 @@ from ragcore.ingest.writer import UPLOAD_ROOT, ChunkProgress, Progress, SourceFi
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
+from ragcore.retrieval.passage_seats import EVIDENCE_SEATS
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.schema import check_collection_name
 from ragcore.storage.store import Store
@@ -227,10 +228,18 @@ class Engine:
 
     @staticmethod
     def recut(result: RetrievalResult, *, top_k: int, threshold: float, dedupe: bool,
-              per_doc: int = EVIDENCE_PER_DOC, rerank_threshold: float = 0.0) -> RetrievalResult:
-        """Move top-K / threshold / dedupe / the per-document cap over an existing pool without querying again."""
+              per_doc: int = EVIDENCE_PER_DOC, rerank_threshold: float = 0.0, seats: int = EVIDENCE_SEATS) -> RetrievalResult:
+        """Move top-K / threshold / dedupe / the per-document cap / the passage seats over an existing pool without querying again."""
         return replace(result, candidates=apply_cuts(result.candidates, top_k=top_k, threshold=threshold, dedupe=dedupe,
-                                                     per_doc=per_doc, rerank_threshold=rerank_threshold))
+                                                     per_doc=per_doc, rerank_threshold=rerank_threshold, seats=seats))
+
+    @classmethod
+    def recut_as(cls, result: RetrievalResult, settings: RagcoreSettings) -> RetrievalResult:
+        """The cuts ``settings`` give, over an existing pool: every cut setting the answer's own
+        retrieval applies (HybridSearch), so the lab keeps what the answer would keep."""
+        return cls.recut(result, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
+                         per_doc=settings.evidence_per_doc, rerank_threshold=settings.rerank_threshold,
+                         seats=settings.evidence_seats)
 
     def retriever_for(self, collection: str | None = None, settings: RagcoreSettings | None = None) -> HybridRetriever:
         """The collection's hybrid retriever as a LlamaIndex ``BaseRetriever`` (returns the ranked pool;

@@ -60,7 +60,7 @@ CONFIG_KEYS = (
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
     "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",
     "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence", "answer_docs",
-    "evidence_per_doc", "abstain_uncovered", "uncovered_margin",
+    "evidence_per_doc", "abstain_uncovered", "uncovered_margin", "evidence_seats",
 )
 
 

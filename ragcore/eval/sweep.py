@@ -56,7 +56,7 @@ SWEEPABLE = (
     "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
     "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",  # retrieval signals
     "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence",  # document signals
-    "answer_docs", "evidence_per_doc", "abstain_uncovered", "uncovered_margin",
+    "answer_docs", "evidence_per_doc", "abstain_uncovered", "uncovered_margin", "evidence_seats",
     "collection",  # another collection of the same corpus (e.g. built with another embedding model), question by question
 )
 INGEST_KEYS = ("chunk_size", "chunk_overlap")

@@ -66,9 +66,14 @@ class BatchWriter:
     an endpoint, ``workers`` requests at once (inorder.py), handed on in order; a writing
     thread upserts to Qdrant and deletes stale points, in order, one batch at a time (the
     local client is not safe for concurrent writes, and order is what makes a crash safe).
-    Queues between them hold at most ``ahead`` batches each: memory stays bounded and the
+    Queues between them hold at most ``ahead`` batches (``write_ahead`` before the store): memory stays bounded and the
     model never waits for the store or the parser as long as they keep up. Progress is
     reported from the caller's thread only (a callback may raise to cancel).
+
+    The writing thread starts by creating the collection and importing what the first write
+    and the snapshot publish import lazily (:func:`warm_write_path`), while the caller reads the
+    first files and the model embeds them: done at the first write instead, those imports (2–9 s
+    on a busy machine) stalled the whole pipeline, the endpoint idle, with every queue full.
 
     With a ``heading_store`` (an endpoint's ingest), each new section heading and title goes
     through the same stage in batches of its own and is stored as it comes, so the endpoint is
@@ -84,6 +89,7 @@ class BatchWriter:
         self, store: Store, encoder: CachingEncoder, collection: str, fingerprint: str, existing: set[str],
         batch: int, ahead: int, on_written: Callable[[int, str], None] | None = None,
         on_chunks: ChunkProgress | None = None, workers: int = 1, heading_store: HeadingStore | None = None,
+        write_ahead: int = 0,
     ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
         self.dimension = encoder.record().dimension  # the model's width (an endpoint's: from its first answer)
@@ -105,7 +111,9 @@ class BatchWriter:
         self.abort = threading.Event()
         self.store_lock = threading.Lock()  # one store call at a time: reuse lookups vs writes
         self.to_embed: queue.Queue[Batch | None] = queue.Queue(maxsize=ahead)
-        self.to_write: queue.Queue[Embedded | None] = queue.Queue(maxsize=ahead)
+        # embedded batches waiting for the store (``write_ahead``, default ``ahead``): the model runs on
+        # while the writing thread starts up (warm_write_path) instead of stalling after ``ahead`` batches
+        self.to_write: queue.Queue[Embedded | None] = queue.Queue(maxsize=max(ahead, write_ahead))
         self.events: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._guard, args=(fn,), name=f"ragcore-ingest-{fn.__name__}", daemon=True)
                         for fn in (self._embed_loop, self._write_loop)]
@@ -244,6 +252,9 @@ class BatchWriter:
 
     def _write_loop(self) -> None:
         try:
+            warm_write_path()  # not under the store's lock: the embedding stage reads stored headings meanwhile
+            with self.store_lock:
+                self.store.ensure_collection(self.collection, self.dimension)
             while (item := self._get(self.to_write)) is not None:
                 if item.batch.headings:  # no chunks: nothing for the progress to report
                     if item.new_headings:
@@ -291,6 +302,20 @@ class BatchWriter:
         if todo:
             vecs[todo] = self.encoder.encode_uncached([embed_text(chunks[k]) for k in todo])
         return vecs, len(todo)
+
+
+def warm_write_path() -> None:
+    """Import what the store imports lazily on the way to the first written batch and the snapshot
+    publish: LlamaIndex's node types (each chunk goes in as a ``TextNode``; ~2.7 s idle, up to 9 s
+    under load), qdrant-client's models (deletes, metadata; ~1.9 s) and scipy.sparse (the
+    snapshot's BM25 columns). A no-op once imported; called at ingest time, never at import."""
+    import importlib
+
+    from ragcore.storage.schema import qdrant_models
+
+    importlib.import_module("ragcore.llamaindex.nodes")
+    qdrant_models()
+    importlib.import_module("scipy.sparse")
 
 
 class Stopped(Exception):

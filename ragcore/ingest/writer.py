@@ -45,7 +45,11 @@ Progress = Callable[[int, int, str], None]  # (files done, files total, current 
 # Chunks embedded and written at a time: bounds memory, and is the step of progress within a
 # long file and of what a kill can lose (~15 s of model time on a busy 2-core machine, ~2 s idle).
 WRITE_BATCH = 64
-PIPELINE_AHEAD = 4  # batches read ahead of the model, and embedded ahead of the store
+PIPELINE_AHEAD = 4  # batches read ahead of the model
+# embedded batches that may wait for the store (~1,000 chunks with their vectors: a few MB): the
+# writing thread's start-up (creating the collection, importing LlamaIndex and qdrant-client; 3-8 s
+# under load) no longer stops the model or the endpoint after PIPELINE_AHEAD batches
+WRITE_AHEAD = 16
 UPLOAD_ROOT = "(upload)"
 CHUNK_LIMIT_HINT = "(setting max_file_chunks, env RAGCORE_MAX_FILE_CHUNKS)"
 
@@ -116,7 +120,7 @@ def ingest(
         state[ref.path].append(ref)
     folder = space.data_folder(settings)
     space.check_before_ingest(folder, sources, state)  # before anything is written (space.py: SIGBUS)
-    store.ensure_collection(collection, record.dimension)
+    # the collection is created by the writer's own thread (pipeline.py) while the first files are read
     model_key = MODEL_NAME if record.source == "minilm" else f"{record.spec}|{record.query_prefix}|{record.document_prefix}"
     run = _Run(state=dict(state), fingerprint=index_fingerprint(settings, model_key))
     existing = {r.id for refs in state.values() for r in refs}
@@ -129,7 +133,7 @@ def ingest(
     batch = getattr(encoder, "ingest_batch", WRITE_BATCH)
     writer = BatchWriter(store, encoder, collection, run.fingerprint, existing, batch=batch, ahead=PIPELINE_AHEAD,
                      on_written=on_written, on_chunks=chunk_progress, workers=workers,
-                     heading_store=store.headings.for_model(record) if workers else None)
+                     heading_store=store.headings.for_model(record) if workers else None, write_ahead=WRITE_AHEAD)
     writer.space_folder = folder
     try:
         for src in sources:

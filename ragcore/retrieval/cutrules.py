@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Hashable, Protocol, Sequence
 
+from ragcore.retrieval.passage_seats import keep_top_with_seats
 from ragcore.types import Candidate, DropReason
 
 
@@ -141,19 +142,20 @@ class Rule:
 
 
 def rule_chain(*, top_k: int, threshold: float, dedupe: bool, per_doc: int = 0,
-               rerank_threshold: float = 0.0) -> list[CutRule]:
+               rerank_threshold: float = 0.0, seats: int = 0) -> list[CutRule]:
     """The cuts' rules in the order they apply."""
     return [
         Rule("threshold", partial(keep_above, threshold=threshold)),
         *([Rule("threshold", partial(keep_reranked_above, threshold=rerank_threshold))] if rerank_threshold > 0 else []),
         *([Rule("dedupe", keep_first_of_section)] if dedupe else []),
         *([Rule("per_doc", partial(keep_per_document, per_doc=per_doc))] if per_doc > 0 else []),
-        Rule("top_k", partial(keep_top, top_k=top_k)),
+        # seats > 0: the passage ranking's best chunks keep a place in the top-K (passage_seats.py)
+        Rule("top_k", partial(keep_top_with_seats, top_k=top_k, seats=seats) if seats > 0 else partial(keep_top, top_k=top_k)),
     ]
 
 
 def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float, dedupe: bool,
-               per_doc: int = 0, rerank_threshold: float = 0.0) -> tuple[Candidate, ...]:
+               per_doc: int = 0, rerank_threshold: float = 0.0, seats: int = 0) -> tuple[Candidate, ...]:
     """Every candidate in rank order, marked kept or cut with the reason: the same rules the
     post-processors apply to nodes. Pure: same pool, new settings, new cuts."""
     ordered = sorted(candidates, key=lambda c: c.rank)
@@ -161,7 +163,7 @@ def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float,
     items = [item_of_candidate(c) for c in ordered]
     reasons: dict[int, DropReason] = {}
     for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe, per_doc=per_doc,
-                          rerank_threshold=rerank_threshold):
+                          rerank_threshold=rerank_threshold, seats=seats):
         flags = cut.keep([items[i] for i in remaining])
         reasons.update({i: cut.reason for i, k in zip(remaining, flags) if not k})
         remaining = [i for i, k in zip(remaining, flags) if k]

@@ -13,6 +13,14 @@ pool's best, plus title_weight Ã— cosine(question, title) plus centroid_weight Ã
 centroid); then the documents the question or its best passages name join by reciprocal rank
 fusion, named_weight / (DOC_RRF_K + rank among the named). Each candidate records the cosines
 and the names, so the lab can show why its document moved.
+
+Summing three chunks must not bury a short document's one excellent chunk: when the dense and the
+BM25 branch both rank a chunk first and its document has fewer than ``DEPTH`` chunks in the pool
+(a scanned page, a short note: it cannot have three), that document scores at least as much as the
+best document, and ties go to the document whose chunk ranks first, so it leads. On pdf-qa the
+scanned page that answers was dense #1 and BM25 #1 and ranked #35 (bench/results/issue30-r3.md).
+A longer document gets no lift: its chunks are summed like any other's (lifting those too moved
+an unjudged page ahead of the relevant one on django-docs-qa).
 """
 
 from __future__ import annotations
@@ -34,6 +42,23 @@ def document_scores(cands: Sequence[Candidate], kind: ScoreKind, decay: float) -
         path: sum(s * decay**j for j, s in enumerate(sorted(scores, reverse=True)[:DEPTH]))
         for path, scores in by_doc.items()
     }
+
+
+def unanimous_best(cands: Sequence[Candidate]) -> str | None:
+    """The document of the chunk that the dense and the BM25 branch both rank first, when that
+    document has fewer than ``DEPTH`` chunks in the pool; else None."""
+    path = next((c.chunk.path for c in cands if c.dense_rank == 1 and c.sparse_rank == 1), None)
+    if path is None or sum(c.chunk.path == path for c in cands) >= DEPTH:
+        return None
+    return path
+
+
+def lift_unanimous(scores: dict[str, float], cands: Sequence[Candidate]) -> dict[str, float]:
+    """``scores`` with the short document of the unanimous best chunk raised to the best document's score."""
+    lead = unanimous_best(cands)
+    if lead is None or lead not in scores:
+        return scores
+    return {**scores, lead: max(scores[lead], max(scores.values()))}
 
 
 def _ranks(scores: Mapping[str, float], first: Mapping[str, int]) -> dict[str, int]:
@@ -73,6 +98,7 @@ def rank_documents(
     scores = document_scores(ordered, kind, decay)
     if sig is not None:
         scores = combined_scores(scores, first, sig)
+    scores = lift_unanimous(scores, ordered)
     doc_rank = _ranks(scores, first)
     within: dict[str, int] = {}
     keyed = []

@@ -153,7 +153,8 @@ class HybridSearch:
                                timeout_s=settings.rerank_timeout_s)
         t = time.perf_counter()
         cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
-                         per_doc=settings.evidence_per_doc, rerank_threshold=settings.rerank_threshold)
+                         per_doc=settings.evidence_per_doc, rerank_threshold=settings.rerank_threshold,
+                         seats=settings.evidence_seats)
         latency = dict(result.latency_ms)
         latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
         return replace(result, candidates=cut, latency_ms=latency)

@@ -11,7 +11,13 @@ question asks, beside the prose sentences ``units.py`` finds.
   is quotable from its name to that line, so the value comes with the name it belongs to. A bare
   "Default: None" is not a sentence (no full stop) and was never quoted.
 
-Only those two intents get these units: for other questions a command block on its own or a whole
+* **Counted sets** (questions asking for "the two simple guidelines", "the three steps"): the
+  sentence that announces that many of the question's things and brings a list of exactly that many
+  items ("…two simple guidelines at all times:" and its items 1 and 2) is preferred
+  (``COUNT_BONUS``), so the answer leads with the list rather than a sentence that only mentions
+  the things ("Guidelines are given as to what constitutes a good table…"; pdf-qa's pdf-016).
+
+Only the first two intents get these units: for other questions a command block on its own or a whole
 definition entry would crowd out the sentence that answers. The composer's rules then score them
 like any unit; ``lead`` puts the best of them first in the answer.
 """
@@ -25,7 +31,7 @@ from ragcore.synthesis.extractive.rules import Intent, says_what_to_do
 from ragcore.synthesis.extractive.units import (
     MAX_ENTRY_CHARS, Picked, Unit, _blocks, _is_term_line, _line_offsets, fold, units_of,
 )
-from ragcore.textutil import sentence_spans
+from ragcore.textutil import content_terms, sentence_spans
 from ragcore.types import Chunk
 
 _PROMPT = re.compile(r"^\s*(?:\$|%|PS [^>\n]*>|[A-Za-z]:\\[^>\n]*>)\s+\S", re.M)  # a shell prompt, then a command
@@ -38,6 +44,30 @@ _DEFAULT_Q = re.compile(
 MAX_COMMAND_LINES = 12  # a command and a little of its output; a longer block is a program, not a command
 COMMAND_BONUS = 0.05  # on top of the how-to rules' code bonus: the line that does it
 DEFAULT_BONUS = 0.1  # a unit that states a default, for a question about one
+COUNT_BONUS = 0.1  # the list of as many items as a question asking for "the N <things>" counts
+_NUMBER_WORDS = {w: i for i, w in enumerate("two three four five six seven eight nine ten".split(), 2)}
+_COUNT_Q = re.compile(r"\b(?:what|which)\s+(?:are|were)\s+the\s+(\d+|" + "|".join(_NUMBER_WORDS) + r")\s+([^?]+)", re.I)
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d+[.)])[ \t]+\S", re.M)
+
+
+def asks_count(question: str) -> tuple[int, str, frozenset[str]] | None:
+    """(N, how the question says N, the content words after it) for "What are the N <things>…?"."""
+    m = _COUNT_Q.search(question)
+    if m is None:
+        return None
+    word = m.group(1).lower()
+    n = int(word) if word.isdigit() else _NUMBER_WORDS[word]
+    terms = frozenset(content_terms(m.group(2)))
+    return (n, word, terms) if n >= 2 and terms else None
+
+
+def announces_count(unit: Unit, count: tuple[int, str, frozenset[str]] | None) -> bool:
+    """The unit's sentence says N of the question's things right before a list of N items."""
+    if count is None or unit.block is None or unit.block.kind != "list" or not unit.sentence:
+        return False
+    n, word, terms = count
+    said = re.search(rf"\b{re.escape(word)}\s+((?:[\w-]+\s+){{0,2}}[\w-]+)", unit.sentence, re.I)
+    return bool(said and content_terms(said.group(1)) & terms) and len(_LIST_ITEM.findall(unit.block.text)) == n
 
 
 def asks_default(question: str) -> bool:
@@ -52,9 +82,10 @@ def is_command(unit: Unit) -> bool:
     return unit.block is not None and unit.block.kind == "code" and bool(_PROMPT.search(unit.block.text))
 
 
-def bonus(unit: Unit, intent: Intent, default_q: bool) -> float:
-    """What these rules add to a unit's score."""
-    return COMMAND_BONUS * (intent.howto and is_command(unit)) + DEFAULT_BONUS * (default_q and states_default(unit))
+def bonus(unit: Unit, intent: Intent, default_q: bool, count: tuple[int, str, frozenset[str]] | None = None) -> float:
+    """What these rules add to a unit's score (``count``: :func:`asks_count` of the question)."""
+    return (COMMAND_BONUS * (intent.howto and is_command(unit)) + DEFAULT_BONUS * (default_q and states_default(unit))
+            + COUNT_BONUS * announces_count(unit, count))
 
 
 def extra_units(chunk: Chunk, intent: Intent, default_q: bool) -> list[Unit]:

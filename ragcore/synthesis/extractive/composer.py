@@ -124,7 +124,7 @@ class ExtractiveComposer:
         self.max_docs = max_docs
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
-        intent, default_q = intent_of(question), answers.asks_default(question)
+        intent, default_q, count = intent_of(question), answers.asks_default(question), answers.asks_count(question)
         items = candidates(evidence, intent, default_q)
         self._cos: dict[int, float] = {}
         if not items:
@@ -142,7 +142,7 @@ class ExtractiveComposer:
             terms = _asked_of(q_terms, e.chunk)
             lex = len(terms & content_terms(unit.plain)) / len(terms) if terms else 0.0
             score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
-            score += answers.bonus(unit, intent, default_q)
+            score += answers.bonus(unit, intent, default_q, count)
             if e.origin == "selection":
                 score += 0.05  # in "both" mode the selection is the primary source
             span = Span(unit.start, unit.end, unit.sentence or normalize_ws(unit.plain), block=unit.block and unit.block.kind)

@@ -429,6 +429,19 @@ def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: 
     ]
 
 
+def test_recut_as_applies_every_cut_setting_the_answer_applies(cfg_engine: Engine) -> None:
+    """The lab recuts with the user's settings: the per-document cap and the passage seats too, not
+    just top-K / threshold / dedupe (it used to drop them, so the lab kept other chunks than the answer)."""
+    s = cfg_engine.settings.with_(doc_decay=0.0, named_weight=0.0, doc_title_weight=0.0, top_k=3, threshold=0.0,
+                                  dedupe=False, evidence_per_doc=1, evidence_seats=1)
+    wide = cfg_engine.retrieve(GENERIC_QUERY, s.with_(top_k=50, evidence_per_doc=0, evidence_seats=0))
+    again = Engine.recut_as(wide, s)
+    fresh = cfg_engine.retrieve(GENERIC_QUERY, s)
+    assert [(c.chunk.chunk_id, c.kept, c.dropped_reason) for c in again.candidates] == [
+        (c.chunk.chunk_id, c.kept, c.dropped_reason) for c in fresh.candidates]
+    assert "per_doc" in {c.dropped_reason for c in again.candidates}
+
+
 # --------------------------------------------------------------------------- path filter
 
 

@@ -130,3 +130,19 @@ def test_large_pool_scores_stay_exact(world) -> None:
             # the same branch up to the order of exactly tied scores (the exact path breaks those arbitrarily)
             assert sorted((e.sparse_rank, e.bm25) for e in pool if e.sparse_rank) == \
                 sorted((e.sparse_rank, e.bm25) for e in ref.values() if e.sparse_rank)
+
+
+@pytest.mark.parametrize("n", [731, 40])
+def test_fit_gives_the_principal_directions_the_svd_gave(n) -> None:
+    """fit() takes the eigenvectors of the scatter matrix (an SVD of the rows took seconds under load):
+    the same directions as the thin SVD's right singular vectors, up to sign, in the same order; with
+    fewer rows than components, no more directions than rows and zeros after, as before."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((n, 384)) @ rng.standard_normal((384, 384)) * 0.05).astype(np.float32)
+    mean, basis = dense_codes.fit(x)
+    centred = x.astype(np.float64) - x.astype(np.float64).mean(axis=0)
+    vt = np.linalg.svd(centred, full_matrices=False)[2]
+    k = min(dense_codes.COMPONENTS, n - 1)  # centred rows span n - 1 directions; the n-th is arbitrary in both
+    assert np.allclose(mean, x.mean(axis=0), atol=1e-6)
+    assert np.allclose(np.abs(np.sum(basis[:k].astype(np.float64) * vt[:k], axis=1)), 1.0, atol=1e-4)
+    assert not basis[min(dense_codes.COMPONENTS, n):].any()
