@@ -1,5 +1,6 @@
 """The ASGI app: routes by concern (rest, stream, openai_compat), middleware for keys, limits,
-the access log and (only when origins are configured) CORS, and JSON errors."""
+the access log and (only when origins are configured) CORS, JSON errors, and the lean layer that
+serves the two hot routes without FastAPI's per-request machinery (lean.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ragcore.service import openai_compat, rest, stream
 from ragcore.service.auth import BearerAuth
 from ragcore.service.errors import install_error_handlers
 from ragcore.service.jobs import Jobs
+from ragcore.service.lean import LeanRoutes
 from ragcore.service.limits import AccessLog, BodyLimit, Slots
 from ragcore.service.state import Service
 from ragcore.settings.service import ServiceSettings
@@ -25,8 +27,10 @@ the event contract as Server-Sent Events and over a WebSocket, and an OpenAI-com
 endpoint whose models are the collections. See docs/18-using-the-http-api.md."""
 
 
-def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = False) -> FastAPI:
-    """The app over ``engine`` (one per process; the caller keeps ownership unless ``close_engine``)."""
+def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = False, lean_routes: bool = True) -> FastAPI:
+    """The app over ``engine`` (one per process; the caller keeps ownership unless ``close_engine``).
+    ``lean_routes=False`` serves the two hot routes through FastAPI too (lean.py): the reference
+    a test compares the lean layer's replies with."""
     jobs = Jobs(lambda files, name, progress: engine.ingest_uploads(files, name, progress=progress), keep=settings.max_jobs,
                 folder=Path(engine.settings.data_dir) / "serve-jobs")
 
@@ -48,6 +52,8 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
     for module in (rest, stream, openai_compat):
         app.include_router(module.router)
     # added innermost first: the access log sees every refusal (401, 413) with its status
+    if lean_routes:
+        app.add_middleware(LeanRoutes, service=app.state.service)
     app.add_middleware(BearerAuth, keys=settings.api_keys)
     app.add_middleware(BodyLimit, max_body=settings.max_body_bytes, max_upload=settings.max_upload_bytes)
     app.add_middleware(AccessLog)

@@ -53,23 +53,29 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts) or "the request is not valid"
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api(_: Request, exc: ApiError) -> JSONResponse:
+def known_error_response(exc: Exception) -> JSONResponse | None:
+    """The reply to a refusal the routes raise (None for anything else): the exception handlers
+    below and the lean routes (lean.py) answer with it, so both write the same JSON."""
+    if isinstance(exc, ApiError):
         return error_response(exc.status, exc.message, exc.code, exc.headers)
-
-    @app.exception_handler(ConfigError)
-    async def _config(_: Request, exc: ConfigError) -> JSONResponse:  # a setting sent in the request
+    if isinstance(exc, ConfigError):  # a setting sent in the request
         return error_response(422, str(exc), "invalid_setting")
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    if isinstance(exc, RequestValidationError):
         return error_response(422, validation_message(list(exc.errors())))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if isinstance(exc, StarletteHTTPException):
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
         return error_response(exc.status_code, message, headers=getattr(exc, "headers", None))
+    return None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def _known(_: Request, exc: Exception) -> JSONResponse:
+        response = known_error_response(exc)
+        assert response is not None  # registered only for the kinds it knows
+        return response
+
+    for kind in (ApiError, ConfigError, RequestValidationError, StarletteHTTPException):
+        app.add_exception_handler(kind, _known)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Callable, Generator, Iterator
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -14,8 +16,10 @@ from ragcore.service.schemas import AskRequest, RetrieveRequest, request_setting
 from ragcore.service.state import Service, service
 from ragcore.service.wire import json_bytes
 from ragcore.storage.store import StoreError
+from ragcore.types import Event
 
 router = APIRouter()
+ANSWER_JSON = "answer_json"  # in a done event inside the service only: its answer, written in the worker thread
 
 
 @router.get("/healthz", tags=["service"], summary="liveness (no key needed)")
@@ -37,43 +41,79 @@ async def documents(name: str, svc: Service = Depends(service)) -> list[dict[str
     return [{"path": p, "chunks": n} for p, n in docs]
 
 
+# The two hot routes are served by lean.py (the same functions below, without FastAPI's
+# per-request machinery); these declarations document them in /openapi.json and serve them
+# when the app is built with lean_routes=False.
 @router.post("/api/retrieve", tags=["questions"], summary="the ranked pool with every score and cut reason",
              response_class=Response)
 async def retrieve(body: RetrieveRequest, svc: Service = Depends(service)) -> Response:
-    s = request_settings(svc.engine.settings, body)
-    try:  # serialised in the worker thread too: the event loop stays free for other requests
-        data = await run_blocking(svc.slots, svc.settings.deadline_s,
-                                  lambda: json_bytes(svc.engine.retrieve(body.question, s)))
-    except StoreError as exc:  # a missing or unreadable collection: the store's message says which
-        raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
-    return Response(data, media_type="application/json")
+    return Response(await retrieve_reply(svc, body), media_type="application/json")
 
 
 @router.post("/api/ask", tags=["questions"], summary="the Answer contract as JSON (as `ragcore ask --json` prints it)",
              response_class=Response)
 async def ask(body: AskRequest, svc: Service = Depends(service)) -> Response:
-    answer = await answer_of(svc, body)
-    # written once, here (~1 ms: wire.py); FastAPI's own encoder would walk a large answer several times
-    return Response(json_bytes(answer), media_type="application/json")
+    return Response(await ask_reply(svc, body), media_type="application/json")
+
+
+async def retrieve_reply(svc: Service, body: RetrieveRequest) -> bytes:
+    """``POST /api/retrieve``'s JSON: the ranked pool."""
+    s = request_settings(svc.engine.settings, body)
+    try:  # serialised in the worker thread too: the event loop stays free for other requests
+        return await run_blocking(svc.slots, svc.settings.deadline_s,
+                                  lambda: json_bytes(svc.engine.retrieve(body.question, s)))
+    except StoreError as exc:  # a missing or unreadable collection: the store's message says which
+        raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
+
+
+async def ask_reply(svc: Service, body: AskRequest) -> bytes:
+    """``POST /api/ask``'s JSON: the Answer contract, written once (wire.py; FastAPI's own encoder
+    would walk a large answer several times) and in the question's worker thread: a 140 KB answer
+    is 1.5-3 ms of CPU, which on the event loop held up every other request."""
+    done = await _done(svc, body, _written)
+    written = done.data.get(ANSWER_JSON)
+    if written is None or done.data.get("status") == "cancelled":  # the runner may have changed a cancelled answer
+        return json_bytes(done.data["answer"])
+    return written
 
 
 async def answer_of(svc: Service, body: AskRequest):
     """Run a question to its end; the final Answer (504 when the engine produced none in time)."""
+    return (await _done(svc, body)).data["answer"]
+
+
+async def _done(svc: Service, body: AskRequest, wrap: Callable[[Iterator[Event]], Iterator[Event]] | None = None) -> Event:
+    """The question's ``done`` event, with an answer (504 when the engine produced none in time);
+    ``wrap`` sees the engine's events in the worker thread."""
     kwargs = stream_kwargs(svc.engine.settings, body)
-    run = await start_question(svc.slots, svc.settings.deadline_s,
-                               lambda cancel: svc.engine.stream(body.question, cancel=cancel, **kwargs),
-                               keep=lambda ev: ev.type == "done")
-    answer = None
+
+    def produce(cancel: threading.Event) -> Iterator[Event]:
+        events = svc.engine.stream(body.question, cancel=cancel, **kwargs)
+        return events if wrap is None else wrap(events)
+
+    run = await start_question(svc.slots, svc.settings.deadline_s, produce, keep=lambda ev: ev.type == "done")
+    done = None
     try:
         async for ev in run.events():
             if ev.type == "done":
-                answer = ev.data.get("answer")
+                done = ev
     finally:
         run.close()  # a client that went away stops the question
-    if answer is None:
+    if done is None or done.data.get("answer") is None:
         raise ApiError(504, f"The question passed this service's deadline of {svc.settings.deadline_s:g} s "
                             "before any answer was ready.")
-    return answer
+    return done
+
+
+def _written(events: Generator[Event, None, None]) -> Iterator[Event]:
+    """The engine's events, the final answer's JSON added to ``done`` (under ``ANSWER_JSON``)."""
+    try:
+        for ev in events:
+            if ev.type == "done" and ev.data.get("answer") is not None:
+                ev = replace(ev, data={**ev.data, ANSWER_JSON: json_bytes(ev.data["answer"])})
+            yield ev
+    finally:
+        events.close()  # the runner's close reaches the engine's generator (and the model's stream) at once
 
 
 @router.post("/api/collections/{name}/ingest", tags=["corpus"], status_code=202,

@@ -39,8 +39,8 @@ class Served:
         self.thread.join(timeout=10)
 
 
-def serve_in_thread(engine: Engine, settings: ServiceSettings) -> Served:
-    app = create_app(engine, settings)
+def serve_in_thread(engine: Engine, settings: ServiceSettings, **app_options) -> Served:
+    app = create_app(engine, settings, **app_options)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, access_log=False, log_config=None, lifespan="on",
                             ws_max_size=settings.max_body_bytes)
     server = uvicorn.Server(config)
