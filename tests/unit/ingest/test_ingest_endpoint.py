@@ -54,19 +54,25 @@ def expected(text: str) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def record_write_order(engine) -> list[tuple[str, int]]:
+    """(path, start line) of every chunk in the order it reaches the store: the real write, watched."""
+    written: list[tuple[str, int]] = []
+    write_chunks = engine.store.write_chunks
+
+    def recording(collection, chunks, *args, **kw):
+        written.extend((c.path, c.start_line) for c in chunks)
+        return write_chunks(collection, chunks, *args, **kw)
+
+    engine.store.write_chunks = recording
+    return written
+
+
 def test_requests_overlap_answers_out_of_order_land_on_their_own_chunks(tmp_path, make_engine, server) -> None:
     engine = make_engine()
     s = endpoint_settings(engine, server)
     # the first requests answer slowest first: batches finish out of order, and a 429 comes mid-stream
     server.script(Hang(0.01), Hang(0.6), Hang(0.4), Hang(0.2), Fail(429, retry_after=0.05), Hang(0.3))
-    written: list[tuple[str, int]] = []
-    write_chunks = engine.store.write_chunks
-
-    def recording(collection, chunks, *args, **kw):  # the real write, noting the order chunks reach the store
-        written.extend((c.path, c.start_line) for c in chunks)
-        return write_chunks(collection, chunks, *args, **kw)
-
-    engine.store.write_chunks = recording
+    written = record_write_order(engine)
     report = engine.ingest([write_corpus(tmp_path / "c", corpus())], "ep", settings=s, calibrate=False)
     assert report.chunks_written == report.chunks_embedded >= 20 and report.count("failed") == 0
     assert server.max_in_flight >= 3  # several requests in flight, no more than RAGCORE_EMBED_CONCURRENCY

@@ -25,7 +25,7 @@ from ragcore.ingest.writer import PIPELINE_AHEAD, WRITE_AHEAD
 from ragcore.storage.store import embed_text, point_id
 from tests.conftest import write_corpus
 from tests.support.scripted_embeddings import Fail, ScriptedEmbeddingServer
-from tests.unit.ingest.test_ingest_endpoint import DIM, expected
+from tests.unit.ingest.test_ingest_endpoint import DIM, expected, record_write_order
 from tests.unit.ingest.test_ingest_endpoint import corpus as sections_corpus
 
 CONCURRENCY = 4
@@ -99,14 +99,7 @@ def test_while_the_writer_starts_the_endpoint_runs_on_a_bounded_way_ahead_and_th
     s = settings(engine, server)
     n_files = 70  # 210 chunks + 280 headings: ~120 requests of 4, far more than the pipeline may hold
     root = write_corpus(tmp_path / "c", corpus(n_files))
-    written: list[tuple[str, int]] = []
-    write_chunks = engine.store.write_chunks
-
-    def recording(collection, chunks, *args, **kw):  # the real write, noting the order chunks reach the store
-        written.extend((c.path, c.start_line) for c in chunks)
-        return write_chunks(collection, chunks, *args, **kw)
-
-    engine.store.write_chunks = recording
+    written = record_write_order(engine)
     server.script(Fail(500))  # a failing request on the way, retried
     t, out = run_in_thread(lambda: engine.ingest([root], "ep", settings=s, calibrate=False))
     held = settle(server)
