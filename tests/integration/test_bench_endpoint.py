@@ -11,16 +11,14 @@ import pytest
 
 from bench.endpoint import bench_endpoint
 from ragcore.settings.config import RagcoreSettings
+from tests.conftest import write_corpus
 
 
 @pytest.mark.slow
 def test_bench_endpoint_replays_ragcores_requests_against_a_server_in_its_own_process(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for i in range(3):
-        (corpus / f"page{i}.md").write_text(
-            f"# Page {i}\n\n## Part {i}\n\n" + " ".join(f"Sentence {j} of page {i} is about topic {j % 5}." for j in range(80)),
-            encoding="utf-8")
+    corpus = write_corpus(tmp_path / "corpus", {
+        f"page{i}.md": f"# Page {i}\n\n## Part {i}\n\n" + " ".join(f"Sentence {j} of page {i} is about topic {j % 5}." for j in range(80))
+        for i in range(3)})
     s = RagcoreSettings(data_dir=tmp_path / "unused", embed_request_size=4, embed_concurrency=2)
     out = bench_endpoint(corpus, None, tmp_path / "results", s, "scripted-embed", runs=1, scripted_ms=1)
     (run,) = out["runs"]

@@ -9,17 +9,14 @@ from pathlib import Path
 import pytest
 
 from bench.cli import bench_ingest
+from tests.conftest import write_corpus
 
 
 @pytest.mark.slow
 def test_bench_ingest_reports_wall_tokens_and_the_model_floor(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for i in range(3):
-        (corpus / f"page{i}.md").write_text(
-            f"# Page {i}\n\n" + " ".join(f"Sentence {j} of page {i} talks about topic {j % 7}." for j in range(60)),
-            encoding="utf-8",
-        )
+    corpus = write_corpus(tmp_path / "corpus", {
+        f"page{i}.md": f"# Page {i}\n\n" + " ".join(f"Sentence {j} of page {i} talks about topic {j % 7}." for j in range(60))
+        for i in range(3)})
     out = bench_ingest(corpus, None, tmp_path / "results", runs=1)
     (run,) = out["runs"]
     ours, quick = run["ragcore"], run["llamaindex_quickstart"]
