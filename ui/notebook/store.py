@@ -29,7 +29,10 @@ def _cell_json(cell: Cell) -> str:
     if hit is not None and hit[0] == key:
         return hit[1]
     text = json.dumps(cell.to_dict(), ensure_ascii=False)  # no indent: json's C encoder (indent forces the Python one)
-    cell.__dict__["_rc_json"] = (key, text)
+    # the objects whose ids are in the key are held with it: while held, no new object can take one
+    # of those ids, so a replaced answer can never pass for the one that was written
+    held = (cell.selection, [(r.answer, r.passages) for r in cell.runs])
+    cell.__dict__["_rc_json"] = (key, text, held)
     return text
 
 
