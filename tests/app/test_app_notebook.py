@@ -178,7 +178,7 @@ def test_open_a_cell_in_the_retrieval_lab(app_env):
     ok(at)
     assert at.text_input(key="lab_q").value == QUESTION
     lab = html_table(at, "rc-lab")
-    assert {"kept / cut", "cosine", "BM25", "fused"} <= set(lab.columns) and (lab["row class"] == "kept").sum() == 6
+    assert {"kept / cut", "cosine", "BM25", "fused"} <= set(lab.columns) and (lab["row class"] == "kept").sum() == 7  # top-K 6 and a seat
 
 
 def test_empty_and_overlong_questions_are_refused_with_a_reason(app_env):
