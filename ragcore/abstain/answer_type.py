@@ -1,10 +1,12 @@
 """What kind of answer a question wants, and whether a quote holds one (classic QA answer typing).
 
 "Which Python version does PARI/GP require?" wants a version number; "What is the submission
-deadline for theses?" a date; "How many pages may a dissertation have?" a number. A quote with no
+deadline for theses?" a date; "How many pages may a dissertation have?" or "What is the price of
+…?" a number; "Who maintains Qdrant?" a name. Each is wanted *of* something, its focus (Python; the
+submission deadline; pages; the price; maintaining), and the quote must give both. A quote with no
 token of that type does not answer, however many of the question's words it shares (the PARI/GP
-tutorial's licence names PARI/GP; York's thesis class names York and theses). Only these three
-types are typed: they are cheap to recognise and a quote lacking them is plainly no answer. "When"
+tutorial's licence names PARI/GP; York's thesis class names York and theses). Only these
+kinds are typed: they are cheap to recognise and a quote lacking them is plainly no answer. "When"
 is left alone (in documentation it mostly asks for a condition: "When is save() called?"), and so
 is "how do I …" (a how-to answer may be prose as well as a command).
 """
@@ -18,7 +20,7 @@ from typing import Literal, Sequence
 from ragcore.abstain.answerability import word_forms
 from ragcore.encoders.sparse import STOPWORDS, tokenize
 
-AnswerType = Literal["version", "date", "number"]
+AnswerType = Literal["version", "date", "number", "amount", "name"]
 
 _W = r"[\w/+.#-]+"
 # "Which Python version …" (the versioned thing before "version"), "What version of natbib …" (after "of")
@@ -28,6 +30,10 @@ _DATE_Q = re.compile(rf"\b(?:which|what)\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)
                      r"(deadlines?|dates?|year|day|month)\b", re.I)
 # "How many pages …", "How much memory …", "the maximum number of files …": the counted thing
 _NUMBER_Q = re.compile(rf"\bhow\s+(?:many|much)\s+({_W})|\b(?:maximum|minimum|max|min)\s+(?:number|size|length)\s+of\s+({_W})", re.I)
+# "What is the price of …", "How much does it cost": an amount (a number), of the price (its focus)
+_MONEY_Q = re.compile(r"\b(?:what|how\s+much)\b[^?]*?\b(pric(?:e|es|ing)|costs?|fees?)\b", re.I)
+# "Who maintains Qdrant?": a person or an organisation, doing what the verb says (its focus)
+_WHO_Q = re.compile(r"^\s*who\s+(?:(?:is|are|was|were)\s+)?(\w+)", re.I)
 # the date's noun that says no more than "a date": not a focus the quote must hold
 _PLAIN_DATE = frozenset("date dates day year month".split())
 
@@ -41,7 +47,9 @@ _DATE = re.compile(r"\b(?:" + "|".join(_MONTHS) + r")\b|\b(?:1[5-9]|20)\d\d\b|\b
 _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
                  "hundred thousand million dozen").split()
 _NUMBER = re.compile(r"\d|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
-_PATTERNS: dict[AnswerType, re.Pattern[str]] = {"version": _VERSION, "date": _DATE, "number": _NUMBER}
+# a name: a capitalised word that does not open the sentence ("… is developed by Qdrant Solutions GmbH")
+_NAME = re.compile(r"(?<=[\w,;:)]\s)[A-Z][\w&.-]+")
+_PATTERNS: dict[AnswerType, re.Pattern[str]] = {"version": _VERSION, "date": _DATE, "number": _NUMBER, "amount": _NUMBER, "name": _NAME}
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,10 @@ def wanted(question: str) -> Wanted | None:
         return Wanted("date", _focus(m.group(1), m.group(2), drop=_PLAIN_DATE))
     if m := _NUMBER_Q.search(question):
         return Wanted("number", _focus(m.group(1) or m.group(2)))
+    if m := _MONEY_Q.search(question):
+        return Wanted("amount", _focus(m.group(1)))
+    if m := _WHO_Q.search(question):
+        return Wanted("name", _focus(m.group(1)))
     return None
 
 
@@ -89,6 +101,13 @@ def untyped_reason(question: str, claims: Sequence[str]) -> str | None:
     want = wanted(question)
     if want is None or not claims or any(answers_type(c, want) for c in claims):
         return None
-    of = f" of {' '.join(want.focus)}" if want.focus and want.kind != "date" else ""
-    what = " ".join(want.focus) if want.kind == "date" and want.focus else f"{want.kind}{of}"
-    return f"the question asks for a {what} and nothing the answer would quote gives one"
+    focus = " ".join(want.focus)
+    if want.kind == "date" and focus:
+        what = f"a {focus}"
+    elif want.kind == "amount":
+        what = f"an amount ({focus})"
+    elif want.kind == "name":
+        what = f"who {focus}" if focus else "a name"
+    else:
+        what = f"a {want.kind} of {focus}" if focus else f"a {want.kind}"
+    return f"the question asks for {what} and nothing the answer would quote gives one"

@@ -69,3 +69,17 @@ def test_the_engine_declines_a_version_question_its_quote_does_not_answer(make_e
     assert "asks for a version of Python and nothing the answer would quote gives one" in action
     ok = eng.ask("Which GPL version covers PARI/GP?", settings=s)
     assert ok.status == "ok" and "version 2" in ok.answer
+
+
+def test_prices_and_who_questions_are_typed_too() -> None:
+    assert wanted("What is the price of a stuffed gnu in the example table?") == Wanted("amount", ("price",))
+    assert wanted("What is the pricing of the OpenAI API?") == Wanted("amount", ("pricing",))
+    assert wanted("Who maintains Qdrant?") == Wanted("name", ("maintains",))
+    # a table row with its header gives the price; a code sample with a port number does not
+    assert untyped_reason("What is the price of a stuffed gnu?", ["Item Animal Description Price ($) Gnu stuffed 92.50"]) is None
+    assert untyped_reason("What is the pricing of the OpenAI API?",
+                          ['client = OpenAI(base_url="http://127.0.0.1:8000/v1")']) == \
+        "the question asks for an amount (pricing) and nothing the answer would quote gives one"
+    assert untyped_reason("Who maintains Qdrant?", ["The embedded Qdrant store is a folder in your data directory."]) == \
+        "the question asks for who maintains and nothing the answer would quote gives one"
+    assert untyped_reason("Who maintains Qdrant?", ["Qdrant is maintained by Qdrant Solutions GmbH."]) is None
