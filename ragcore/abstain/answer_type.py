@@ -23,17 +23,23 @@ from ragcore.encoders.sparse import STOPWORDS, tokenize
 AnswerType = Literal["version", "date", "number", "amount", "name"]
 
 _W = r"[\w/+.#-]+"
+# what may follow the typed noun when it is what is asked ("Which Python version does …", "the
+# deadline for …", "?"), not the first half of a compound ("version control", "date format")
+_ASKED = r"(?=\s*(?:[?,]|$|(?:of|for|in|on|at|by|to|is|was|are|were|do|does|did|will|would|should|can|could|has|have|had|must|may|might|need|needs)\b))"
 # "Which Python version …" (the versioned thing before "version"), "What version of natbib …" (after "of")
-_VERSION_Q = re.compile(rf"\b(?:which|what)\s+((?:{_W}\s+){{0,2}}?)versions?\b(?!\s+control)(?:\s+of\s+(?:the\s+)?({_W}))?", re.I)
+_VERSION_Q = re.compile(rf"\b(?:which|what)\s+((?:{_W}\s+){{0,2}}?)versions?{_ASKED}(?:\s+of\s+(?:the\s+)?({_W}))?", re.I)
 # "What is the submission deadline …", "Which date …": the date's noun with the words before it
 _DATE_Q = re.compile(rf"\b(?:which|what)\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)?((?:{_W}\s+){{0,2}}?)"
-                     r"(deadlines?|dates?|year|day|month)\b", re.I)
+                     rf"(deadlines?|dates?|year|day|month){_ASKED}", re.I)
 # "How many pages …", "How much memory …", "the maximum number of files …": the counted thing
 _NUMBER_Q = re.compile(rf"\bhow\s+(?:many|much)\s+({_W})|\b(?:maximum|minimum|max|min)\s+(?:number|size|length)\s+of\s+({_W})", re.I)
 # "What is the price of …", "How much does it cost": an amount (a number), of the price (its focus)
 _MONEY_Q = re.compile(r"\b(?:what|how\s+much)\b[^?]*?\b(pric(?:e|es|ing)|costs?|fees?)\b", re.I)
-# "Who maintains Qdrant?": a person or an organisation, doing what the verb says (its focus)
-_WHO_Q = re.compile(r"^\s*who\s+(?:(?:is|are|was|were)\s+)?(\w+)", re.I)
+# "Who maintains Qdrant?": a person or an organisation, doing what the verb says (its focus). Only
+# a present-tense verb right after "who" is a focus: its other forms are regular ("maintained"),
+# while a past tense may not be ("wrote", "written") and a modal hides the verb ("who should I …")
+_WHO_Q = re.compile(r"^\s*who\s+(?:([a-z]{3,}s)\b)?", re.I)
+_NOT_VERBS = frozenset("is was has does".split())
 # the date's noun that says no more than "a date": not a focus the quote must hold
 _PLAIN_DATE = frozenset("date dates day year month".split())
 
@@ -77,7 +83,8 @@ def wanted(question: str) -> Wanted | None:
     if m := _MONEY_Q.search(question):
         return Wanted("amount", _focus(m.group(1)))
     if m := _WHO_Q.search(question):
-        return Wanted("name", _focus(m.group(1)))
+        verb = m.group(1) if m.group(1) and m.group(1).lower() not in _NOT_VERBS else None
+        return Wanted("name", _focus(verb))
     return None
 
 
