@@ -2,13 +2,13 @@
 
 "Which Python version does PARI/GP require?" wants a version number; "What is the submission
 deadline for theses?" a date; "How many pages may a dissertation have?" or "What is the price of
-…?" a number; "Who maintains Qdrant?" a name. Each is wanted *of* something, its focus (Python; the
-submission deadline; pages; the price; maintaining), and the quote must give both. A quote with no
-token of that type does not answer, however many of the question's words it shares (the PARI/GP
-tutorial's licence names PARI/GP; York's thesis class names York and theses). Only these
-kinds are typed: they are cheap to recognise and a quote lacking them is plainly no answer. "When"
-is left alone (in documentation it mostly asks for a condition: "When is save() called?"), and so
-is "how do I …" (a how-to answer may be prose as well as a command).
+…?" a number; "Who maintains Qdrant?" someone who maintains it. Each is wanted *of* something, its
+focus (Python; the submission deadline; pages; the price; maintaining), and the quote must give
+both. A quote with no token of that type does not answer, however many of the question's words it
+shares (the PARI/GP tutorial's licence names PARI/GP; York's thesis class names York and theses).
+Only these kinds are typed: they are cheap to recognise and a quote lacking them is plainly no
+answer. "When" is left alone (in documentation it mostly asks for a condition: "When is save()
+called?"), and so is "how do I …" (a how-to answer may be prose as well as a command).
 """
 
 from __future__ import annotations
@@ -25,14 +25,18 @@ AnswerType = Literal["version", "date", "number", "amount", "name"]
 _W = r"[\w/+.#-]+"
 # what may follow the typed noun when it is what is asked ("Which Python version does …", "the
 # deadline for …", "?"), not the first half of a compound ("version control", "date format")
-_ASKED = r"(?=\s*(?:[?,]|$|(?:of|for|in|on|at|by|to|is|was|are|were|do|does|did|will|would|should|can|could|has|have|had|must|may|might|need|needs)\b))"
+_FOLLOWERS = ("of for in on at by to is was are were do does did will would should can could has have had must may "
+              "might need needs").split()
+_ASKED = r"(?=\s*(?:[?,]|$|(?:" + "|".join(_FOLLOWERS) + r")\b))"
 # "Which Python version …" (the versioned thing before "version"), "What version of natbib …" (after "of")
-_VERSION_Q = re.compile(rf"\b(?:which|what)\s+((?:{_W}\s+){{0,2}}?)versions?{_ASKED}(?:\s+of\s+(?:the\s+)?({_W}))?", re.I)
+_VERSION_Q = re.compile(rf"\b(?:which|what)\s+((?:{_W}\s+){{0,2}}?)versions?{_ASKED}"
+                        rf"(?:\s+of\s+(?:the\s+)?({_W}))?", re.I)
 # "What is the submission deadline …", "Which date …": the date's noun with the words before it
 _DATE_Q = re.compile(rf"\b(?:which|what)\s+(?:(?:is|was|are|were)\s+)?(?:the\s+)?((?:{_W}\s+){{0,2}}?)"
                      rf"(deadlines?|dates?|year|day|month){_ASKED}", re.I)
 # "How many pages …", "How much memory …", "the maximum number of files …": the counted thing
-_NUMBER_Q = re.compile(rf"\bhow\s+(?:many|much)\s+({_W})|\b(?:maximum|minimum|max|min)\s+(?:number|size|length)\s+of\s+({_W})", re.I)
+_NUMBER_Q = re.compile(rf"\bhow\s+(?:many|much)\s+({_W})"
+                       rf"|\b(?:maximum|minimum|max|min)\s+(?:number|size|length)\s+of\s+({_W})", re.I)
 # "What is the price of …", "How much does it cost": an amount (a number), of the price (its focus)
 _MONEY_Q = re.compile(r"\b(?:what|how\s+much)\b[^?]*?\b(pric(?:e|es|ing)|costs?|fees?)\b", re.I)
 # "Who maintains Qdrant?": a person or an organisation, doing what the verb says (its focus). Only
@@ -53,9 +57,11 @@ _DATE = re.compile(r"\b(?:" + "|".join(_MONTHS) + r")\b|\b(?:1[5-9]|20)\d\d\b|\b
 _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
                  "hundred thousand million dozen").split()
 _NUMBER = re.compile(r"\d|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
-# a name: a capitalised word that does not open the sentence ("… is developed by Qdrant Solutions GmbH")
-_NAME = re.compile(r"(?<=[\w,;:)]\s)[A-Z][\w&.-]+")
-_PATTERNS: dict[AnswerType, re.Pattern[str]] = {"version": _VERSION, "date": _DATE, "number": _NUMBER, "amount": _NUMBER, "name": _NAME}
+# who does it: a proper name or a plain noun ("the lighthouse keeper polishes the lens"), so any
+# word will do; only the verb (the focus) is checked
+_NAME = re.compile(r"\w")
+_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
+    "version": _VERSION, "date": _DATE, "number": _NUMBER, "amount": _NUMBER, "name": _NAME}
 
 
 @dataclass(frozen=True)

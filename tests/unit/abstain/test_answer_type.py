@@ -87,3 +87,5 @@ def test_prices_and_who_questions_are_typed_too() -> None:
     assert untyped_reason("Who maintains Qdrant?", ["The embedded Qdrant store is a folder in your data directory."]) == \
         "the question asks for who maintains and nothing the answer would quote gives one"
     assert untyped_reason("Who maintains Qdrant?", ["Qdrant is maintained by Qdrant Solutions GmbH."]) is None
+    # who does it need not be a proper name
+    assert untyped_reason("Who polishes the brass lens?", ["The lighthouse keeper polishes the brass lens."]) is None
