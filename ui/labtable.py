@@ -73,7 +73,7 @@ def _row(c: Candidate, n: int) -> dict[str, Any]:
     return {
         "rank": c.rank, "status": (f"kept [{n}] seat" if c.seated else f"kept [{n}]") if c.kept
         else CUT_LABELS.get(reason, f"cut: {reason}"),
-        "kept": c.kept, "cut": "" if c.kept else reason,
+        "kept": c.kept, "cut": "" if c.kept else reason, "seated": c.seated,
         "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score, "rerank": c.rerank_score,
         "field": c.field_score, "doc score": c.doc_score, "doc #": c.doc_rank,
         "locator": ch.locator.split("#")[0], "section": ch.section_label, "text": ch.text,

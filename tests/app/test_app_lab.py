@@ -36,6 +36,7 @@ def test_table_has_every_score_and_the_sliders_recut_without_querying(app_env):
     assert set(df.loc[~df["kept"], "status"]) <= {"cut: top-K", "cut: dedupe", "cut: threshold"}
     # top-K 6, then one seat (RAGCORE_EVIDENCE_SEATS=1: the best passage of a page the top-K lacked), marked
     assert list(df.loc[df["kept"], "status"]) == [f"kept [{i}]" for i in range(1, 7)] + ["kept [7] seat"]
+    assert df.loc[df["status"] == "kept [7] seat", "kept / cut title"].iloc[0].startswith("Kept by a seat")  # why, on hover
     # shortened to fit 1280 px, in full on hover
     assert df["locator"].str.len().max() <= 30 and df["locator title"].str.fullmatch(r"[\w./-]+\.md:\d+-\d+").all()
     assert (df["locator title"].str.len() > df["locator"].str.len()).any()
