@@ -9,7 +9,10 @@ whether what is quoted is about what was asked, claim by claim:
 (the question's generic words, "happen", "value", "use", …, left out; a claim quoted with a
 definition's name counts the name). A citation's score is its best citing claim's; the answer's is
 its best claim's. The extractive composer is scored on the units it would quote before anything is
-generated, so the engine can decline when nothing quotable answers (``ANSWERS_FLOOR``).
+generated, so the engine can decline when nothing quotable answers (``ANSWERS_FLOOR``), or when
+the question wants a version, a date or a number of something and no quotable claim gives one
+with what it is of (``answer_type.py``: "Which Python version does PARI/GP require?" quoting the
+licence that names PARI/GP).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ragcore.abstain.answer_type import untyped_reason
 from ragcore.textutil import content_terms
 from ragcore.types import Citation, SentenceCheck
 
@@ -84,13 +88,14 @@ def with_answers(encoder, question: str, citations: Sequence[Citation],
 
 def quoted_answers_reason(encoder, question: str, composed, support) -> str | None:
     """Why the engine declines although the corpus scored above the bar: no unit the extractive
-    composer would quote answers the question (best ``answers`` below ``ANSWERS_FLOOR``). Only in
+    composer would quote answers the question (best ``answers`` below ``ANSWERS_FLOOR``), or the
+    question wants a version, date or number that none of them gives (``untyped_reason``). Only in
     corpus mode: a selection the question is about is answered from (``selection_support.py``)."""
     if support.basis != "corpus" or composed is None or not composed.picked:
         return None
     claims = [p.unit.plain if p.unit is not None else p.span.text for p in composed.picked]
     best = max(claim_scores(encoder, question, claims), default=0.0)
-    if best >= ANSWERS_FLOOR:
-        return None
-    return (f"nothing the answer would quote answers the question (answers {best:.2f} < {ANSWERS_FLOOR:.2f}: "
-            "the closest sentences share too little with it)")
+    if best < ANSWERS_FLOOR:
+        return (f"nothing the answer would quote answers the question (answers {best:.2f} < {ANSWERS_FLOOR:.2f}: "
+                "the closest sentences share too little with it)")
+    return untyped_reason(question, claims)

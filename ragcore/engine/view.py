@@ -9,11 +9,12 @@ engine → view → retrieval / abstain / storage.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Sequence
 
 from ragcore.abstain.answerability import Support, question_support, unseen_words
 from ragcore.abstain.autocalibrate import AbstainBarInfo, bar_info
-from ragcore.abstain.coverage import uncovered_subjects
+from ragcore.abstain.coverage import phrase_covered, uncovered_subjects
 from ragcore.abstain.topics import TopicIndex, TopicIndexes, TopicMatch
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.retrieval import HybridSearch
@@ -64,8 +65,12 @@ class CollectionView:
 
     def uncovered_subjects(self, question: str, skip: Sequence[str] = ()) -> tuple[str, ...]:
         """The question's named subjects that no chunk of the collection mentions (coverage.py)."""
-        has_term = self.search.index(self.name).has_any_term if self.store.is_embedded else self.has_any_term
-        return uncovered_subjects(question, has_term=has_term, is_common=self.encoder.in_vocabulary, skip=skip)
+        if not self.store.is_embedded:  # a server: words only (a name's phrase would need its chunks' text)
+            return uncovered_subjects(question, has_term=self.has_any_term, is_common=self.encoder.in_vocabulary, skip=skip)
+        idx = self.search.index(self.name)
+        covers = partial(phrase_covered, rows_with=idx.rows_with_any, text_of=lambda row: idx.chunks[int(row)].text)
+        return uncovered_subjects(question, has_term=idx.has_any_term, is_common=self.encoder.in_vocabulary, skip=skip,
+                                  covers_name=covers)
 
     def abstain_bar(self, settings: RagcoreSettings) -> AbstainBarInfo:
         """The bar in force with its source (labelled, label-free, settings) and expected rates."""

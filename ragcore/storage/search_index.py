@@ -139,6 +139,12 @@ class SearchIndex:
         """Whether any chunk contains any of these BM25 terms (each a binary search of the term columns)."""
         return any(self.columns.column(term_index(t)) is not None for t in terms)
 
+    def rows_with_any(self, terms: Sequence[str]) -> np.ndarray:
+        """The chunk rows holding any of these BM25 terms (their postings; a row may repeat)."""
+        cols = [c for c in (self.columns.column(term_index(t)) for t in terms) if c is not None]
+        ptr, rows = self.columns.indptr, self.columns.rows
+        return np.concatenate([rows[ptr[c]:ptr[c + 1]] for c in cols]) if cols else np.zeros(0, dtype=np.int64)
+
     def bm25(self, q_sparse: tuple[Sequence[int], Sequence[float]]) -> np.ndarray:
         """BM25 per chunk (float64; 0 where no term matches). Each chunk's terms are added in the
         query's order in float64, as scipy's CSC product did: the same bits as before."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragcore.abstain.answerability import Support, describe
-from ragcore.abstain.coverage import HEDGE_MARGIN, judge_coverage, subjects, uncovered_subjects
+from ragcore.abstain.coverage import HEDGE_MARGIN, judge_coverage, name_runs, phrase_covered, subjects, uncovered_subjects
 from ragcore.encoders.sparse import tokenize
 from ragcore.engine.engine import Engine
 from tests.conftest import write_corpus
@@ -94,3 +94,58 @@ def test_the_engine_abstains_on_a_subject_the_corpus_never_mentions(flask_like: 
     assert "answered with a hedge: the corpus never mentions “Oracle”" in describe(hedged.metadata["support"], 0.5)
     covered = flask_like.ask("How does Flask connect to the SQLite database?", settings=base)
     assert covered.status == "ok" and not covered.metadata["support"]["unseen"] and not covered.metadata["support"]["uncovered"]
+
+
+def test_runs_of_capitalised_words_are_one_name() -> None:
+    assert name_runs("How do I export an Asymptote drawing to a Microsoft Word document?") == ("Microsoft Word",)
+    assert name_runs("What is the submission deadline for theses at York University?") == ("York University",)
+    # a sentence's (or a quote's) first word is no part of a name; SQL keywords are code; titles are no names
+    assert name_runs("Does Flask support GraphQL subscriptions?") == ()
+    assert name_runs("“This Session’s transaction has been rolled back”") == ()
+    assert name_runs("how do I use ON DELETE CASCADE with the ORM?") == ()
+    assert name_runs("Rendering Bound Parameters Inline") == ()
+
+
+ASY_LIKE = {
+    "install.md": "# Microsoft Windows\n\nUsers of the Microsoft Windows operating system can install the "
+    "self-extracting Asymptote executable. Each word of a label is typeset by TeX.\n",
+    "auth.md": "# Authentication\n\nSpiders can use HTTP basic authentication with the http_user attribute.\n",
+}
+
+
+def _phrase_lookup(files: dict[str, str]):
+    texts = list(files.values())
+
+    def rows_with(terms):
+        return [i for i, t in enumerate(texts) if set(terms) & set(tokenize(t))]
+
+    return lambda name: phrase_covered(name, rows_with=rows_with, text_of=texts.__getitem__)
+
+
+def test_a_name_is_covered_only_when_a_chunk_holds_its_words_together() -> None:
+    covers = _phrase_lookup(ASY_LIKE)
+    assert not covers("Microsoft Word")  # "Microsoft Windows" and "word" apart
+    assert covers("Microsoft Windows")
+    assert covers("Basic HTTP Authentication")  # the same words in another order
+    has = _has(" ".join(ASY_LIKE.values()))
+    q = "How do I export an Asymptote drawing to a Microsoft Word document?"
+    assert uncovered_subjects(q, has_term=has) == ()  # word by word every name is covered
+    assert uncovered_subjects(q, has_term=has, covers_name=covers) == ("Microsoft Word",)
+    assert uncovered_subjects("Can I use Basic HTTP Authentication in my spiders?", has_term=has, covers_name=covers) == ()
+
+
+def test_a_name_of_several_words_abstains_above_the_bar_a_word_is_hedged() -> None:
+    judged = judge_coverage(Support(0.9, "corpus", uncovered=("Microsoft Word", "English")), bar=0.4)
+    assert judged.unseen == ("Microsoft Word",) and judged.uncovered == ("English",)
+    assert "the corpus never mentions “Microsoft Word”" in describe(judged.as_dict(), 0.4)
+
+
+def test_the_engine_abstains_on_a_name_its_corpus_holds_only_apart(make_engine, tmp_path) -> None:
+    root = write_corpus(tmp_path / "c", ASY_LIKE)
+    eng = make_engine()
+    eng.ingest([root], "asy")
+    s = eng.settings.with_(collection="asy", abstain_bar=0.0)
+    a = eng.ask("How do I export an Asymptote drawing to a Microsoft Word document?", settings=s)
+    assert a.status == "abstained" and list(a.metadata["support"]["unseen"]) == ["Microsoft Word"]
+    assert "the corpus never mentions “Microsoft Word”" in a.validation.guardrail_actions[0]
+    assert eng.ask("How do I install Asymptote on Microsoft Windows?", settings=s).status == "ok"
