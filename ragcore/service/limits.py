@@ -119,6 +119,11 @@ class Slots:
             self._pool = DaemonPool(self.running)
         return self._pool
 
+    def close(self) -> None:
+        """At shutdown: the threads end after their current task (a stuck one ends with the process)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+
     def _semaphore(self) -> asyncio.Semaphore:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.running)

@@ -28,11 +28,14 @@ class DaemonPool:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._idle = 0  # threads waiting for a task
+        self._closed = False
 
     def submit(self, task: Callable[[], None]) -> None:
         """Run ``task()`` on a pool thread (it must report its result itself; an exception it
         lets out is logged)."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the service is shutting down")
             if self._idle == 0 and len(self._threads) < self.size:
                 t = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
                 self._threads.append(t)
@@ -42,7 +45,9 @@ class DaemonPool:
         self._tasks.put(task)
 
     def shutdown(self) -> None:
-        """Let every thread end after its current task (it does not wait for them)."""
+        """Let every thread end after its current task (it does not wait for them); no new task."""
+        with self._lock:
+            self._closed = True
         for _ in range(len(self._threads)):
             self._tasks.put(None)
 

@@ -11,12 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
 import pytest
 
 from bench.serve import wait_ready
+from ragcore.service.pool import DaemonPool
 from tests.conftest import REPO
 from tests.support.scripted_openai import unused_port
 
@@ -58,3 +60,36 @@ def test_a_stuck_question_does_not_keep_the_server_alive_at_shutdown(guide_data,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_pool_runs_tasks_on_at_most_its_size_of_daemon_threads_and_stops_at_shutdown() -> None:
+    pool = DaemonPool(2, name="t-pool")
+    release, done, seen = threading.Event(), [], set()
+    lock = threading.Lock()
+
+    def task(i: int) -> None:
+        release.wait(10)
+        with lock:
+            done.append(i)
+            seen.add(threading.current_thread())
+
+    for i in range(6):
+        pool.submit(lambda i=i: task(i))
+    time.sleep(0.1)
+    assert done == [] and len(pool._threads) == 2 and all(t.daemon for t in pool._threads)
+    release.set()
+    deadline = time.monotonic() + 10
+    while len(done) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(done) == list(range(6)) and len(seen) == 2
+    pool.submit(lambda: 1 / 0)  # an escaped exception is logged; the thread goes on
+    pool.submit(lambda: done.append("after"))
+    while "after" not in done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert done[-1] == "after"
+    pool.shutdown()
+    for t in pool._threads:
+        t.join(5)
+    assert not any(t.is_alive() for t in pool._threads)
+    with pytest.raises(RuntimeError, match="shutting down"):
+        pool.submit(lambda: None)
