@@ -43,11 +43,29 @@ def body(route: str, q: str) -> dict[str, Any]:
     return {"question": q, "generator": "extractive"} if route == "/api/ask" else {"question": q}
 
 
+def processes(pid: int) -> list[int]:
+    """``pid`` and its descendants (`ragcore serve --workers N` serves from child processes)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:  # it ended meanwhile
+            pass
+    return out
+
+
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
+    """Resident memory of ``pid`` and its descendants."""
+    kb = 0
+    for p in processes(pid):
+        try:
+            kb += next(int(line.split()[1]) for line in Path(f"/proc/{p}/status").read_text().splitlines()
+                       if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return round(kb / 1024, 1)
 
 
 class Conn:
@@ -112,6 +130,8 @@ def merged(parts: list[dict[str, Any]]) -> dict[str, Any]:
     out = {"requests_per_s": round(codes[200] / wall, 2), "statuses": {str(k): v for k, v in sorted(codes.items())}}
     if all("cpu" in p for p in parts) and codes[200]:
         out["cpu_ms_per_request"] = round(sum(p["cpu"] for p in parts) / sum(codes.values()) * 1e3, 2)
+    if all("loop_cpu" in p for p in parts) and codes[200]:
+        out["loop_cpu_ms_per_request"] = round(sum(p["loop_cpu"] for p in parts) / sum(codes.values()) * 1e3, 3)
     return {**out, **(pcts(lat) if lat else {"n": 0})}
 
 
@@ -185,10 +205,22 @@ def _floor(port: int, n: int = 200) -> float:
     return pcts(ms)["p50_ms"]
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system, every thread) process ``pid`` has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_s(pid: int, thread: int | None = None) -> float:
+    """CPU seconds (user + system) process ``pid`` has used: every thread, or only ``thread``
+    (the server's event loop runs in its main thread, whose id is the process id)."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:  # a process that ended meanwhile
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_s(pid: int) -> tuple[float, float]:
+    """CPU seconds of the server (its processes, every thread) and of its event loops (their
+    main threads; with --workers N the supervisor's main thread is counted too, and is idle)."""
+    procs = processes(pid)
+    return sum(cpu_s(p) for p in procs), sum(cpu_s(p, p) for p in procs)
 
 
 def _measure(calls, qs: list[str], clients: int, seconds: float, rounds: int, server_pid: int) -> dict[str, Any]:
@@ -201,9 +233,12 @@ def _measure(calls, qs: list[str], clients: int, seconds: float, rounds: int, se
         for route in ROUTES:
             for r in range(rounds):
                 for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
-                    c0, s0 = cpu_s(os.getpid()), cpu_s(server_pid)
+                    c0, (s0, l0) = cpu_s(os.getpid()), server_cpu_s(server_pid)
                     part = hammer(calls[(side, route)], qs, k, seconds / rounds, start=r * k)
-                    part["cpu"] = cpu_s(os.getpid()) - c0 + (cpu_s(server_pid) - s0 if side == "http" else 0.0)
+                    s1, l1 = server_cpu_s(server_pid)
+                    part["cpu"] = cpu_s(os.getpid()) - c0 + (s1 - s0 if side == "http" else 0.0)
+                    if side == "http":  # the event loop's share: the part of the transport that holds the server's GIL
+                        part["loop_cpu"] = l1 - l0
                     slices.setdefault(f"{side} {route} ×{k}", []).append(part)
     return {name: merged(parts) for name, parts in slices.items()}
 
@@ -228,7 +263,8 @@ def _collection(source_collection: str, size: int, settings: RagcoreSettings, da
 
 
 def bench_serve(source_collection: str, size: int, clients: int, seconds: float, n_questions: int, results_dir: Path,
-                settings: RagcoreSettings, rounds: int = 4, data_dir: Path | None = None) -> dict[str, Any]:
+                settings: RagcoreSettings, rounds: int = 4, data_dir: Path | None = None,
+                server_workers: int = 1) -> dict[str, Any]:
     from ragcore.encoders.minilm import OnnxMiniLM
     from tests.support.scripted_openai import unused_port
 
@@ -238,7 +274,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
         eng, n = _collection(source_collection, size, settings, data, OnnxMiniLM())
         port = unused_port()
         proc = _server(data, port, {"RAGCORE_SERVE_MAX_CONCURRENT": str(clients), "RAGCORE_SERVE_MAX_QUEUED": str(clients),
-                                    "RAGCORE_CALIBRATED_BAR": "false"})
+                                    "RAGCORE_CALIBRATED_BAR": "false", "RAGCORE_SERVE_WORKERS": str(server_workers)})
         load_start = machine()["load_avg"]
         try:
             wait_ready(f"http://127.0.0.1:{port}", proc)
@@ -249,6 +285,8 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
                     for q in qs:
                         call(q)
                     getattr(call, "close", lambda: None)()
+                if server_workers > 1:  # one connection reached one worker: the others see the questions too
+                    hammer(calls[("http", route)], qs, clients, 4.0)
             rss_start = rss_mb(proc.pid)
             floor = _floor(port)
             runs = _measure(calls, qs, clients, seconds, rounds, proc.pid)
@@ -262,7 +300,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
     overhead, cpu_overhead = ({f"{r} ×{k}": round(runs[f"http {r} ×{k}"][key] / runs[f"in_process {r} ×{k}"][key] - 1, 3)
                                for k in (1, clients) for r in ROUTES} for key in ("p50_ms", "cpu_ms_per_request"))
     payload = {"bench": "serve", "when": utc_now(), "machine": machine(), "load_avg_start": load_start, "chunks": n,
-               "clients": clients, "seconds_per_phase": seconds, "rounds": rounds, "questions": len(qs), "runs": runs,
+               "clients": clients, "server_workers": server_workers, "seconds_per_phase": seconds, "rounds": rounds, "questions": len(qs), "runs": runs,
                "p50_overhead": overhead, "cpu_overhead": cpu_overhead, "healthz_p50_ms": floor, "serialisation": serialisation,
                "server_rss_mb": {"start": rss_start, "end": rss_end, "growth": round(rss_end / rss_start - 1, 3)},
                "overload": overload}
@@ -290,7 +328,8 @@ def _overload(data: Path, qs: list[str], clients: int, seconds: float) -> dict[s
 
 def summary(p: dict[str, Any]) -> str:
     rows = "\n".join(f"| {name} | {r['requests_per_s']} | {r.get('p50_ms')} | {r.get('mean_ms')} | {r.get('p95_ms')} | "
-                     f"{r.get('cpu_ms_per_request')} | {r['statuses']} |" for name, r in p["runs"].items())
+                     f"{r.get('cpu_ms_per_request')} | {r.get('loop_cpu_ms_per_request', '–')} | {r['statuses']} |"
+                     for name, r in p["runs"].items())
     o = p["overload"]
     ser = "; ".join(f"{route} {s['json_p50_ms']} ms for {s['kb_p50']} KB" for route, s in p["serialisation"].items())
     return (
@@ -298,9 +337,10 @@ def summary(p: dict[str, Any]) -> str:
         f"{p['seconds_per_phase']} s per side and phase in {p['rounds']} alternated slices (×1: one client; "
         f"×{p['clients']}: all of them), {p['questions']} questions (each asked once on both sides before timing). "
         f"Both sides write the reply's JSON (the same bytes); HTTP through `http.client`, one kept-alive "
-        f"connection per client. Machine: {p['machine']['cpus']} CPUs, load {p['load_avg_start']} at the start, "
+        f"connection per client{_workers_note(p)}. Machine: {p['machine']['cpus']} CPUs, load {p['load_avg_start']} at the start, "
         f"{p['machine']['load_avg']} at the end.\n\n"
-        f"| side route | req/s | p50 ms | mean ms | p95 ms | CPU ms/request | statuses |\n|---|---|---|---|---|---|---|\n{rows}\n\n"
+        f"| side route | req/s | p50 ms | mean ms | p95 ms | CPU ms/request | server event loop CPU ms/request | statuses |\n"
+        f"|---|---|---|---|---|---|---|---|\n{rows}\n\n"
         f"Transport overhead at p50 (HTTP / in process − 1): "
         + ", ".join(f"{k} {v:+.1%}" for k, v in p["p50_overhead"].items()) + ".\n\n"
         f"Transport overhead in CPU time per request (server + client / in process − 1): "
@@ -312,6 +352,12 @@ def summary(p: dict[str, Any]) -> str:
         f"Overload: {o['clients']} clients against the default limits ({o['limits']['max_concurrent']} running, "
         f"{o['limits']['max_queued']} waiting) for {p['seconds_per_phase'] / 2:g} s: statuses {o['statuses']}."
     )
+
+
+def _workers_note(p: dict[str, Any]) -> str:
+    n = p.get("server_workers", 1)
+    return "" if n == 1 else (f"; the server runs **{n} worker processes** (`--workers {n}`) against one process on the "
+                              "in-process side, so HTTP / in process compares two set-ups, not the transport alone")
 
 
 def notes(md: Path) -> str:
@@ -333,6 +379,8 @@ def add_serve_parser(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--data", type=Path, default=None,
                    help="keep the padded collection in this folder between runs (default: a temporary folder)")
     b.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    b.add_argument("--server-workers", type=int, default=1,
+                   help="`ragcore serve --workers N` (not the transport's overhead: N processes against one in process)")
     b.set_defaults(func=_cmd_serve)
 
 
@@ -347,6 +395,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
     out = bench_serve(args.collection, args.size, args.clients, args.seconds, args.questions, args.results,
-                      settings_from_args(args), rounds=args.rounds, data_dir=args.data)
+                      settings_from_args(args), rounds=args.rounds, data_dir=args.data,
+                      server_workers=args.server_workers)
     print(summary(out))
     return 0

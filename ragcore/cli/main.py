@@ -367,7 +367,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="ask a question")
     ask.add_argument("question")
     ask.add_argument("--collection", "-c")
-    ask.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer ≥ 1)")
+    ask.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer from 1 to 1000)")
     ask.add_argument("--threshold", help="minimum cosine similarity (0-1) a chunk needs, in every mode; -1 keeps every chunk")
     ask.add_argument("--mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode (default hybrid)")
     ask.add_argument("--fusion", choices=["rrf", "weighted"])

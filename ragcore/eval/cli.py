@@ -25,7 +25,7 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("dataset", type=Path, help="a data set folder (questions.jsonl [+ unanswerable.jsonl] [+ corpus/]) or one .jsonl file")
     e.add_argument("--collection", "-c", required=True, help="the collection the data set's corpus was ingested into")
     e.add_argument("--mode", "--retrieval-mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="base retrieval mode (default: RAGCORE_RETRIEVAL_MODE or hybrid)")
-    e.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer ≥ 1)")
+    e.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer from 1 to 1000)")
     e.add_argument("--threshold", help="minimum cosine similarity (0-1), or -1 to keep every chunk")
     e.add_argument("--fusion", choices=["rrf", "weighted"])
     e.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")

@@ -41,6 +41,7 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
             yield
         finally:
             jobs.close()
+            app.state.service.slots.close()
             if close_engine:
                 engine.close()
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragcore.service.errors import ApiError, error_response
+from ragcore.service.pool import DaemonPool
 
 access_log = logging.getLogger("ragcore.service.access")
 
@@ -110,14 +110,19 @@ class Slots:
     retry_after_s: int
     taken: int = 0  # running + waiting
     _sem: asyncio.Semaphore | None = field(default=None, repr=False)
-    _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
+    _pool: DaemonPool | None = field(default=None, repr=False)
 
-    def executor(self) -> ThreadPoolExecutor:
+    def executor(self) -> DaemonPool:
         """Threads for questions and blocking calls (retrievals): one per slot, so a slot never
-        waits for a thread (each task holds its slot until it ends)."""
+        waits for a thread (each task holds its slot until it ends); daemons (pool.py)."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.running, thread_name_prefix="ragcore-serve")
+            self._pool = DaemonPool(self.running)
         return self._pool
+
+    def close(self) -> None:
+        """At shutdown: the threads end after their current task (a stuck one ends with the process)."""
+        if self._pool is not None:
+            self._pool.shutdown()
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._sem is None:

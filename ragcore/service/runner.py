@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Callable
 
 from ragcore.service.limits import Slot, Slots
+from ragcore.service.pool import DaemonPool
 from ragcore.types import Answer, Event
 
 _END = object()
@@ -89,7 +89,7 @@ class QuestionRun:
 
     # ------------------------------------------------------------------ the worker thread
 
-    def start(self, produce: Callable[[threading.Event], Any], slot: Slot, pool: Executor,
+    def start(self, produce: Callable[[threading.Event], Any], slot: Slot, pool: DaemonPool,
               keep: Callable[[Event], bool] | None = None) -> None:
         """Run ``produce(cancel_event)`` in ``pool`` (a thread per question slot: starting a thread
         per question cost ~4 ms on a busy machine) and hand its events, those ``keep`` accepts, to
@@ -155,10 +155,32 @@ async def run_blocking(slots: Slots, deadline_s: float, fn: Callable[[], Any]) -
     t0 = time.monotonic()
     slot = await slots.acquire(deadline_s)
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(slots.executor(), fn)
-    fut.add_done_callback(lambda _: slot.release())
-    try:  # asyncio.timeout, not wait_for: no extra task per request
+    fut = loop.create_future()
+
+    def work() -> None:  # one hop back to the loop with the outcome (no concurrent.futures.Future)
+        try:
+            outcome: tuple[bool, Any] = (True, fn())
+        except BaseException as exc:  # noqa: BLE001 - raised again on the event loop
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(_settle, fut, slot, *outcome)
+        except RuntimeError:  # the loop is closed (server shutting down): nobody is waiting
+            pass
+
+    slots.executor().submit(work)
+    try:  # asyncio.timeout, not wait_for: no extra task per request; cancelling ``fut`` (no shield
+        # needed) leaves the thread running, and _settle then releases the slot
         async with asyncio.timeout(max(deadline_s - (time.monotonic() - t0), 0.01)):
-            return await asyncio.shield(fut)
+            return await fut
     except TimeoutError:
         raise ApiError(504, f"The request passed this service's deadline of {deadline_s:g} s.") from None
+
+
+def _settle(fut: "asyncio.Future[Any]", slot: Slot, ok: bool, value: Any) -> None:
+    slot.release()
+    if fut.done():  # the waiter gave up (deadline, client gone)
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)

@@ -30,7 +30,7 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     collection: str | None = Field(None, description="default: the server's RAGCORE_COLLECTION")
-    top_k: int | None = None
+    top_k: int | None = Field(None, description="chunks kept as evidence: an integer from 1 to 1000 (RAGCORE_TOP_K's rule)")
     threshold: float | None = Field(None, description="minimum cosine similarity (0-1), -1 keeps every chunk")
     mode: Literal["dense", "sparse", "hybrid"] | None = Field(None, description="retrieval mode")
     path_filter: str | None = Field(None, description="only documents whose path matches these globs")

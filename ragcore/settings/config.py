@@ -9,7 +9,7 @@ code, ``.with_(...)`` / ``dataclasses.replace``, or a secrets.toml
 (:mod:`ragcore.settings.llm_config`). Each field's rule sits next to the field
 (``metadata["rule"]``); a bad value raises :class:`ConfigError`, whose message names the
 variable (or field), the value and what is allowed, e.g.
-``RAGCORE_TOP_K=-3 is not allowed: top_k must be an integer ≥ 1``. Secret values are never shown.
+``RAGCORE_TOP_K=-3 is not allowed: top_k must be an integer from 1 to 1000``. Secret values are never shown.
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ class RagcoreSettings:
 
     # retrieval
     retrieval_mode: RetrievalMode = _choice("hybrid", RetrievalMode)
-    top_k: int = _setting(6, "int", ge=1)
+    # capped so a request cannot send any size of integer (the pool holds at most 2 × candidates anyway)
+    top_k: int = _setting(6, "int", ge=1, le=1000)
     # on cosine similarity (question vs chunk), every mode; -1 keeps everything (cosines go down to -1)
     threshold: float = _setting(0.0, "float", ge=0.0, le=1.0, also=(-1.0,))
     fusion: Fusion = _choice("rrf", Fusion)

@@ -192,7 +192,10 @@ def _shown(rule: Rule, value: Any, from_text: bool) -> str:
         value = redact_url(value)
     if from_text and isinstance(value, str):
         return value if value.isprintable() and value.strip() else repr(value)
-    return repr(value)
+    shown = repr(value)
+    if isinstance(value, numbers.Integral) and len(shown) > 24:  # a request may send any size of integer
+        return f"{shown[:12]}… ({len(shown)} digits)"
+    return shown
 
 
 def check_value(name: str, rule: Rule, value: Any, label: str | None = None, where: str = "") -> Any:

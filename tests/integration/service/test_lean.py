@@ -32,6 +32,9 @@ REFUSED = [
     ("/api/ask", b'{"question": "q", "unknown_field": 1}', JSON),
     ("/api/ask", b'{"question": "q", "top_k": 0}', JSON),  # the settings' own rule: invalid_setting
     ("/api/retrieve", b'{"question": "q", "top_k": "many"}', JSON),
+    # past 64 bits: json.loads keeps the integer (orjson would make it a float); the settings' ceiling refuses it
+    ("/api/retrieve", json.dumps({"question": QUESTION, "top_k": 123456789012345678901234567890}).encode(), JSON),
+    ("/api/retrieve", b'{"question": "q", "top_k": 1e400}', JSON),  # json.loads reads infinity
     ("/api/retrieve", b'{"question": "q", "mode": "fuzzy"}', JSON),
     ("/api/retrieve", b'{"question": "q", "threshold": NaN}', JSON),  # json.loads reads NaN; orjson does not
     ("/api/retrieve", b'{"question": "\xff\xfe"}', JSON),  # not UTF-8: FastAPI's 400
@@ -45,8 +48,6 @@ REFUSED = [
 ANSWERED = [
     ("/api/retrieve", json.dumps({"question": QUESTION, "top_k": 2}).encode(), JSON),
     ("/api/retrieve", json.dumps({"question": QUESTION}).encode("utf-16"), JSON),  # json.loads detects UTF-16
-    # past 64 bits: json.loads keeps the integer (orjson would make it a float), and the settings accept it
-    ("/api/retrieve", json.dumps({"question": QUESTION, "top_k": 123456789012345678901234567890}).encode(), JSON),
     ("/api/ask", json.dumps({"question": QUESTION, "generator": "extractive"}).encode(),
      {"Content-Type": "application/vnd.ragcore+json; charset=utf-8"}),
     ("/api/ask", json.dumps({"question": QUESTION, "history": [{"question": "a", "answer": "b"}]}).encode(), JSON),

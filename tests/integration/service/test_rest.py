@@ -77,7 +77,12 @@ def test_selection_is_text_never_a_path(client: httpx.Client) -> None:
 def test_bad_values_are_json_errors_naming_the_rule(client: httpx.Client) -> None:
     r = client.post("/api/ask", json={"question": QUESTION, "top_k": 0})
     assert r.status_code == 422
-    assert r.json()["error"]["message"] == "top_k=0 is not allowed: top_k must be an integer ≥ 1"
+    assert r.json()["error"]["message"] == "top_k=0 is not allowed: top_k must be an integer from 1 to 1000"
+    for big, shown in ((1001, "1001"), (123456789012345678901234567890, "123456789012… (30 digits)")):
+        r = client.post("/api/retrieve", json={"question": QUESTION, "top_k": big})
+        assert r.status_code == 422 and r.json()["error"] == {
+            "code": "invalid_setting", "type": "invalid_setting",
+            "message": f"top_k={shown} is not allowed: top_k must be an integer from 1 to 1000"}
     r = client.post("/api/ask", content=b"{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 422 and "error" in r.json() and "Traceback" not in r.text
     r = client.post("/api/ask", json={"question": ""})

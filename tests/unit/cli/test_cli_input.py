@@ -33,8 +33,8 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], *expected: str) 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--top-k", "0"], "--top-k=0 is not allowed: top_k must be an integer ≥ 1"),
-        (["--top-k", "-1"], "--top-k=-1 is not allowed: top_k must be an integer ≥ 1"),
+        (["--top-k", "0"], "--top-k=0 is not allowed: top_k must be an integer from 1 to 1000"),
+        (["--top-k", "-1"], "--top-k=-1 is not allowed: top_k must be an integer from 1 to 1000"),
         (["--top-k", "abc"], "--top-k=abc is not allowed"),
         (["--threshold", "2"], "--threshold=2 is not allowed: threshold must be a finite number from 0 to 1, or -1"),
         (["--threshold", "nan"], "--threshold=nan is not allowed"),
@@ -49,7 +49,7 @@ def test_ask_rejects_bad_options(args: list[str], expected: str, data_dir: Path,
 
 def test_bad_environment_variable(data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGCORE_TOP_K", "abc")
-    _fails(["ask", "q?", "-c", "x"], capsys, "RAGCORE_TOP_K=abc is not allowed: top_k must be an integer ≥ 1")
+    _fails(["ask", "q?", "-c", "x"], capsys, "RAGCORE_TOP_K=abc is not allowed: top_k must be an integer from 1 to 1000")
     monkeypatch.delenv("RAGCORE_TOP_K")
     monkeypatch.setenv("RAGCORE_MODE", "semantic")
     _fails(["collections"], capsys, "RAGCORE_MODE was renamed RAGCORE_RETRIEVAL_MODE")

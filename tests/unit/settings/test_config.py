@@ -18,9 +18,9 @@ from ragcore.settings.llm_config import resolve_llm_settings, resolve_llm_settin
 @pytest.mark.parametrize(
     ("var", "value", "expected"),
     [
-        ("RAGCORE_TOP_K", "-3", "RAGCORE_TOP_K=-3 is not allowed: top_k must be an integer ≥ 1"),
-        ("RAGCORE_TOP_K", "0", "top_k must be an integer ≥ 1"),
-        ("RAGCORE_TOP_K", "abc", "RAGCORE_TOP_K=abc is not allowed: top_k must be an integer ≥ 1"),
+        ("RAGCORE_TOP_K", "-3", "RAGCORE_TOP_K=-3 is not allowed: top_k must be an integer from 1 to 1000"),
+        ("RAGCORE_TOP_K", "0", "top_k must be an integer from 1 to 1000"),
+        ("RAGCORE_TOP_K", "abc", "RAGCORE_TOP_K=abc is not allowed: top_k must be an integer from 1 to 1000"),
         ("RAGCORE_TOP_K", "2.5", "RAGCORE_TOP_K=2.5 is not allowed"),
         ("RAGCORE_CANDIDATES", "0", "RAGCORE_CANDIDATES=0 is not allowed: candidates must be an integer ≥ 1"),
         ("RAGCORE_THRESHOLD", "1.5", "RAGCORE_THRESHOLD=1.5 is not allowed: threshold must be a finite number from 0 to 1, or -1"),
@@ -108,7 +108,8 @@ def test_overrides_win_and_are_validated_too() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"top_k": 0}, {"top_k": -3}, {"top_k": True}, {"top_k": "many"}, {"candidates": 0},
+        {"top_k": 0}, {"top_k": -3}, {"top_k": True}, {"top_k": "many"}, {"top_k": 1001}, {"top_k": 1e300},
+        {"candidates": 0},
         {"threshold": 2.0}, {"threshold": -0.5}, {"threshold": math.nan}, {"threshold": -math.inf},
         {"dense_weight": 1.5}, {"abstain_bar": -1.0}, {"abstain_bar": math.nan}, {"rrf_k": 0},
         {"chunk_size": 10, "chunk_overlap": 10}, {"chunk_overlap": -1}, {"dedupe": "ture"}, {"dedupe": 2},
@@ -202,3 +203,12 @@ def test_secrets_toml_goes_through_the_same_rules(tmp_path: Path) -> None:
     assert s.max_retries == 3 and s.api == "responses" and sources["api"] == f"{f} [llm.api]"
     with pytest.raises(ConfigError, match="deadline_s=0 is not allowed"):
         resolve_llm_settings({"deadline_s": 0}, env={}, secrets_files=())
+
+
+def test_top_k_has_a_ceiling_and_a_huge_value_is_named_briefly() -> None:
+    assert RagcoreSettings(top_k=1000).top_k == 1000
+    with pytest.raises(ConfigError) as info:
+        RagcoreSettings().with_(top_k=10**40)
+    assert str(info.value) == "top_k=100000000000… (41 digits) is not allowed: top_k must be an integer from 1 to 1000"
+    with pytest.raises(ConfigError, match="RAGCORE_TOP_K=1001 is not allowed: top_k must be an integer from 1 to 1000"):
+        RagcoreSettings.from_env({"RAGCORE_TOP_K": "1001"})
