@@ -196,6 +196,7 @@ class Candidate:
     doc_centroid_cosine: float | None = None  # cosine(question, its document's mean chunk vector)
     named_by: tuple[str, ...] = ()  # what names its document: "question:DJANGO_SETTINGS_MODULE", "evidence:git-clone"
     rerank_score: float | None = None  # the reranker's relevance score (retrieval/rerank.py); None: not reranked
+    seated: bool = False  # kept by a passage seat (retrieval/passage_seats.py), not by its document's rank
 
     def score_for(self, kind: ScoreKind) -> float | None:
         return {"cosine": self.dense_score, "bm25": self.sparse_score}.get(kind, self.fused_score)
@@ -254,6 +255,9 @@ class Evidence:
     dense_score: float | None = None
     sparse_score: float | None = None
     fused_score: float | None = None
+    # in the evidence by a passage seat only (retrieval/passage_seats.py): it widens the evidence, but
+    # the extractive answer does not open its page on its score alone (synthesis/extractive/composer.py)
+    seated: bool = False
 
 
 @dataclass(frozen=True)

@@ -66,9 +66,16 @@ CUT_HELP = {
 }
 
 
+SEAT_HELP = ("Kept by a seat, after the top-K: the best passage of a page the top-K lacked (RAGCORE_EVIDENCE_SEATS). "
+             "The extractive answer quotes it only when it answers clearly better than the top-K.")
+
+
 def cut_reason(col: Column, row: Mapping[str, Any]) -> str:
-    """The status cell's hover: why the row was cut (``row["cut"]``, a drop reason or "")."""
-    return CUT_HELP.get(row.get("cut") or "", "") if col.key == "status" else ""
+    """The status cell's hover: why the row was cut (``row["cut"]``, a drop reason or ""), or why a
+    row past the top-K was kept (``row["seated"]``)."""
+    if col.key != "status":
+        return ""
+    return SEAT_HELP if row.get("seated") else CUT_HELP.get(row.get("cut") or "", "")
 
 
 PASSAGE_CHARS = 120  # a passage cell shows this much of the chunk; CSS ellipsis cuts it further to fit

@@ -24,7 +24,8 @@ def lab_columns(res: RetrievalResult, *, fusion: str, fields_on: bool, docs_on: 
     fused_kind = "RRF" if fusion == "rrf" else "weighted"
     cols = [
         Column("rank", "rank", "3.2em", "num", f"Rank by the {res.rank_score_kind} score ({res.retrieval_mode} mode)"),
-        Column("status", "kept / cut", "6.8em", "st", "kept [n]: evidence number given to the composer; cut: by the "
+        Column("status", "kept / cut", "6.8em", "st", "kept [n]: evidence number given to the composer (seat: added "
+               "after the top-K, the best passage of a page the top-K lacked); cut: by the "
                "threshold, dedupe (another chunk of the section won) or top-K (hover a cut row for why)"),
         Column("cosine", "cosine", "4.3em", "num", "Dense score: cosine similarity of question and chunk (−1..1). "
                "The threshold applies to this.", digits=3),
@@ -70,8 +71,9 @@ def _row(c: Candidate, n: int) -> dict[str, Any]:
     ch = c.chunk
     reason = c.dropped_reason or "top_k"
     return {
-        "rank": c.rank, "status": f"kept [{n}]" if c.kept else CUT_LABELS.get(reason, f"cut: {reason}"),
-        "kept": c.kept, "cut": "" if c.kept else reason,
+        "rank": c.rank, "status": (f"kept [{n}] seat" if c.seated else f"kept [{n}]") if c.kept
+        else CUT_LABELS.get(reason, f"cut: {reason}"),
+        "kept": c.kept, "cut": "" if c.kept else reason, "seated": c.seated,
         "cosine": c.dense_score, "BM25": c.sparse_score, "fused": c.fused_score, "rerank": c.rerank_score,
         "field": c.field_score, "doc score": c.doc_score, "doc #": c.doc_rank,
         "locator": ch.locator.split("#")[0], "section": ch.section_label, "text": ch.text,

@@ -19,6 +19,7 @@ def evidence_from_candidates(
     kept = [c for c in candidates if c.kept]
     return tuple(
         Evidence(n=start + i, chunk=c.chunk, origin=origin, score=c.score_for(score_kind), score_kind=score_kind,
-                 dense_score=c.dense_score, sparse_score=c.sparse_score, fused_score=c.fused_score)
+                 dense_score=c.dense_score, sparse_score=c.sparse_score, fused_score=c.fused_score,
+                 seated=c.seated)
         for i, c in enumerate(kept)
     )

@@ -149,7 +149,7 @@ def rule_chain(*, top_k: int, threshold: float, dedupe: bool, per_doc: int = 0,
         *([Rule("threshold", partial(keep_reranked_above, threshold=rerank_threshold))] if rerank_threshold > 0 else []),
         *([Rule("dedupe", keep_first_of_section)] if dedupe else []),
         *([Rule("per_doc", partial(keep_per_document, per_doc=per_doc))] if per_doc > 0 else []),
-        # seats > 0: the passage ranking's best chunks keep a place in the top-K (passage_seats.py)
+        # seats > 0: the best passage of a document the top-K lacks joins it (passage_seats.py)
         Rule("top_k", partial(keep_top_with_seats, top_k=top_k, seats=seats) if seats > 0 else partial(keep_top, top_k=top_k)),
     ]
 
@@ -162,9 +162,14 @@ def apply_cuts(candidates: Sequence[Candidate], *, top_k: int, threshold: float,
     remaining = list(range(len(ordered)))
     items = [item_of_candidate(c) for c in ordered]
     reasons: dict[int, DropReason] = {}
+    seated: set[int] = set()
     for cut in rule_chain(top_k=top_k, threshold=threshold, dedupe=dedupe, per_doc=per_doc,
                           rerank_threshold=rerank_threshold, seats=seats):
         flags = cut.keep([items[i] for i in remaining])
         reasons.update({i: cut.reason for i, k in zip(remaining, flags) if not k})
+        if cut.reason == "top_k":  # kept beyond the first top_k: a passage seat kept it (passage_seats.py)
+            seated = {i for pos, (i, k) in enumerate(zip(remaining, flags)) if k and pos >= top_k}
         remaining = [i for i, k in zip(remaining, flags) if k]
-    return tuple(c.with_cut(reasons.get(i)) for i, c in enumerate(ordered))
+    # seated is set afresh: a re-cut of the same pool with fewer seats must not keep an old mark
+    return tuple(c.evolve(kept=i not in reasons, dropped_reason=reasons.get(i), seated=i in seated)
+                 for i, c in enumerate(ordered))

@@ -151,9 +151,9 @@ class RagcoreSettings:
     # evidence's document recall on all four sets but lowered citation precision on git-docs-qa
     # (0.386 -> 0.371) and sqlalchemy-docs-qa (0.500 -> 0.485; bench/results/issue28-trust.md)
     evidence_per_doc: int = _setting(0, "int", ge=0)
-    # the passage ranking's best this many chunks always have a place in the top-K evidence, even when
-    # the document ranking put their page behind top-K chunks of another (retrieval/passage_seats.py; 0: off)
-    evidence_seats: int = _setting(0, "int", ge=0)
+    # the evidence adds the best passage of up to this many documents the top-K lacks, even when the
+    # document ranking put their page behind top-K chunks of another (retrieval/passage_seats.py; 0: off)
+    evidence_seats: int = _setting(1, "int", ge=0)
     # Pseudo-relevance feedback (retrieval/expansion.py): terms taken from the best prf_docs chunks of
     # a first pass and added to the BM25 query with weight prf_weight (prf_terms 0: off; off by
     # default: it helped on git-docs-qa, not on django-docs-qa)

@@ -26,7 +26,8 @@ def _answers(engine: Engine) -> list[dict]:
         a = engine.ask(q, collection="prev")
         out.append({"question": q, "status": a.status, "answer": a.answer,
                     "citations": [[c.n, c.path, c.start_line, c.end_line] for c in a.citations],
-                    "evidence": [ev.chunk.chunk_id for ev in a.evidence][:10]})
+                    # the top-K as that release chose it: a seat (passage_seats.py, default 1 since) is added after it
+                    "evidence": [ev.chunk.chunk_id for ev in a.evidence if not ev.seated][:10]})
     return out
 
 
