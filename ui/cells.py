@@ -107,9 +107,11 @@ def _evidence_row(src: dict[str, Any], *, rank: Any, n: Any, cut: str | None, ci
     ch = src.get("chunk") or {}
     where = locator(ch) if src.get("origin") != "selection" else f"selection: {locator(ch)}"
     is_cited = n is not None and int(n) in cited
+    seated = bool(src.get("seated")) and not cut  # kept after the top-K by a passage seat (the lab's "seat")
     status = CUT_LABELS.get(cut or "", f"cut: {cut}") if cut else (f"{'cited' if is_cited else 'used'} [{n}]" if n is not None else "kept")
     return {
-        "rank": rank, "n": n, "status": status, "cited": is_cited, "cut": cut or "",
+        "rank": rank, "n": n, "status": f"{status} seat" if seated else status, "cited": is_cited, "cut": cut or "",
+        "seated": seated,
         "cosine": src.get("dense_score"), "BM25": src.get("sparse_score"), "fused": src.get("fused_score"),
         "locator": where, "section": " › ".join(ch.get("section") or []), "text": str(ch.get("text") or ""),
     }
@@ -131,7 +133,7 @@ def evidence_frame(run: Run, near_misses: int = NEAR_MISSES) -> pd.DataFrame:
     for e in run.evidence:
         if (e.get("chunk") or {}).get("chunk_id") not in seen:
             rows.append(_evidence_row(e, rank=None, n=e.get("n"), cut=None, cited=cited))
-    cols = ["rank", "n", "status", "cited", "cut", "cosine", "BM25", "fused", "locator", "section", "text"]
+    cols = ["rank", "n", "status", "cited", "cut", "seated", "cosine", "BM25", "fused", "locator", "section", "text"]
     return pd.DataFrame(rows, columns=cols).astype(
         {"rank": "Int64", "n": "Int64", "cosine": "float64", "BM25": "float64", "fused": "float64"})
 
@@ -140,7 +142,7 @@ def evidence_frame(run: Run, near_misses: int = NEAR_MISSES) -> pd.DataFrame:
 # box at 1280 px and the scores are never off-screen
 EVIDENCE_COLUMNS: tuple[Column, ...] = (
     Column("rank", "rank", "3.2em", "num", "Rank by the retrieval mode's score (– : not a ranked candidate)"),
-    Column("status", "kept / cut", "6.8em", "st", "cited [n] / used [n]: evidence number given to the composer; cut: why it was left out"),
+    Column("status", "kept / cut", "6.8em", "st", "cited [n] / used [n]: evidence number given to the composer (seat: kept after the top-K, hover says why); cut: why it was left out"),
     Column("cosine", "cosine", "4.3em", "num", "Dense score: cosine similarity of question and chunk, -1..1 (the threshold applies to it)", digits=3),
     Column("BM25", "BM25", "3.9em", "num", "Sparse score: BM25 with Qdrant's IDF (0 = no shared terms)", digits=2),
     Column("fused", "fused", "4.7em", "num", "RRF or weighted fusion score", digits=4),

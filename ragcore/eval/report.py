@@ -357,7 +357,7 @@ def evidence_lines(runs: Sequence[EvalRun]) -> list[str]:
     out = []
     ev = [(r.label, r.evidence_recall) for r in runs if r.evidence_recall is not None]
     if ev:
-        out += ["Evidence recall (share of relevant documents among the top-K evidence the composer saw): "
+        out += ["Evidence recall (share of relevant documents among the evidence the composer saw: the top-K and its seats): "
                 + "; ".join(f"{lab} {v:.3f}" for lab, v in ev) + ".", ""]
     cit = [(r.label, *r.citable) for r in runs if r.citable is not None and r.citable[2]]
     if cit:
@@ -446,7 +446,7 @@ def markdown(report: EvalReport, *, charts: Mapping[str, Path] | None = None, js
         "",
         "Retrieval metrics are document-level over the ranked candidate pool (distinct documents, "
         "first occurrence; chunks cut by the threshold excluded); answer metrics come from the "
-        "extractive composer with the configuration's top-K evidence; the answer rate is on "
+        "extractive composer with the configuration's evidence (top-K plus evidence_seats); the answer rate is on "
         "answerable questions, the abstain rate on unanswerable ones; bold = best in its column; "
         "latency is per question, end to end.",
         "",

@@ -139,3 +139,23 @@ def test_table_is_laid_out_to_fit_its_box():
     assert "table-layout:fixed" in html and "text-overflow:ellipsis" in html and "width:100%" in html
     widths = [c.width for c in EVIDENCE_COLUMNS]
     assert widths.count("auto") == 1  # one column takes what is left, so the fixed ones never push the table wider
+
+
+def test_a_seated_passage_is_marked_and_its_hover_says_why():
+    """The default evidence is the top-K plus one seat (retrieval/passage_seats.py): the notebook's
+    table marks the seated row as the lab does, and its status hover explains the seat."""
+    from ui.htmltable import SEAT_HELP
+
+    chunks = [_chunk(f"c{i}", f"doc{i}.md", i * 10, ["Doc"]) for i in range(1, 4)]
+    cands = [_cand("c1", 1, True, None, chunks[0]), _cand("c2", 2, False, "top_k", chunks[1]),
+             {**_cand("c3", 3, True, None, chunks[2]), "seated": True}]
+    ev = [{"n": 1, "chunk": chunks[0], "origin": "corpus", "dense_score": 0.5, "sparse_score": 2.0, "fused_score": 0.1},
+          {"n": 2, "chunk": chunks[2], "origin": "corpus", "dense_score": 0.4, "sparse_score": 1.0, "fused_score": 0.05,
+           "seated": True}]
+    df = evidence_frame(_run(ev, cands, cited=(2,)))
+    assert list(df["status"]) == ["used [1]", "cut: top-K", "cited [2] seat"]
+    assert list(df["seated"]) == [False, False, True]
+    rows = _parse(evidence_table_html(df)).rows[1:]
+    seat = {c[1]["class"]: c for c in rows[2]}
+    assert seat["st"][2] == "cited [2] seat" and seat["st"][1]["title"] == SEAT_HELP
+    assert "title" not in {c[1]["class"]: c for c in rows[0]}["st"][1]  # a plain kept row has no hover
