@@ -126,7 +126,7 @@ _OPENERS = ("(", "—", "-", "\"", "“", "‘", "'", "`", "[")
 # capitalises its words: its runs are no names
 TITLE_SHARE = 0.75
 NAME_WINDOW = 1  # other words allowed between a name's words in a chunk ("HTTP basic authentication")
-MAX_CANDIDATE_ROWS = 2000  # chunks holding every word of a name, read for the phrase (a bound on the cost)
+MAX_CANDIDATE_ROWS = 2000  # chunks holding every word of a name, read for the phrase (a bound on the cost; more: covered)
 
 
 def _title_case(question: str) -> bool:
@@ -176,7 +176,11 @@ def phrase_covered(name: str, *, rows_with: Callable[[tuple[str, ...]], Sequence
         if not rows:
             return False
     wanted = [set(_word_terms(w)) or {w.lower()} for w in words]
-    return any(_within_window(text_of(r), wanted) for r in sorted(rows or ())[:MAX_CANDIDATE_ROWS])
+    candidates = sorted(rows or ())
+    if any(_within_window(text_of(r), wanted) for r in candidates[:MAX_CANDIDATE_ROWS]):
+        return True
+    # past the cap the unread chunks may hold the name: the bound on the cost must not decline
+    return len(candidates) > MAX_CANDIDATE_ROWS
 
 
 def _within_window(text: str, wanted: Sequence[set[str]]) -> bool:

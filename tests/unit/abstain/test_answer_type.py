@@ -57,18 +57,13 @@ PARI_LIKE = {
 }
 
 
-def test_the_engine_declines_a_version_question_its_quote_does_not_answer(make_engine, tmp_path) -> None:
-    from tests.conftest import write_corpus
-
-    root = write_corpus(tmp_path / "c", PARI_LIKE)
-    eng = make_engine()
-    eng.ingest([root], "pari")
-    s = eng.settings.with_(collection="pari", abstain_bar=0.0)
-    a = eng.ask("Which Python version does PARI/GP require?", settings=s)
+def test_the_engine_declines_a_version_question_its_quote_does_not_answer(past_the_bar) -> None:
+    ask = past_the_bar(PARI_LIKE, "pari")
+    a = ask("Which Python version does PARI/GP require?")
     assert a.status == "abstained" and a.citations == ()
     (action,) = a.validation.guardrail_actions
     assert "asks for a version of Python and nothing the answer would quote gives one" in action
-    ok = eng.ask("Which GPL version covers PARI/GP?", settings=s)
+    ok = ask("Which GPL version covers PARI/GP?")
     assert ok.status == "ok" and "version 2" in ok.answer
 
 

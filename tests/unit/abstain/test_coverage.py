@@ -122,6 +122,21 @@ def _phrase_lookup(files: dict[str, str]):
     return lambda name: phrase_covered(name, rows_with=rows_with, text_of=texts.__getitem__)
 
 
+def test_a_name_whose_candidates_pass_the_read_cap_is_not_declared_uncovered(monkeypatch) -> None:
+    """The cap bounds the cost of reading candidate chunks; a name it leaves unread is not judged
+    absent (only the unread chunks might hold it together)."""
+    import ragcore.abstain.coverage as coverage
+
+    files = {f"n{i}.md": "Microsoft ships Windows. A word of thanks." for i in range(3)}
+    files["z.md"] = "Export to Microsoft Word."
+    apart = {k: v for k, v in files.items() if k != "z.md"}
+    monkeypatch.setattr(coverage, "MAX_CANDIDATE_ROWS", 2)
+    assert _phrase_lookup(files)("Microsoft Word")  # z.md is past the cap, unread
+    assert _phrase_lookup(apart)("Microsoft Word")  # three candidates, two read: no verdict of absence
+    monkeypatch.setattr(coverage, "MAX_CANDIDATE_ROWS", 3)
+    assert not _phrase_lookup(apart)("Microsoft Word")  # every candidate read: the words only apart
+
+
 def test_a_name_is_covered_only_when_a_chunk_holds_its_words_together() -> None:
     covers = _phrase_lookup(ASY_LIKE)
     assert not covers("Microsoft Word")  # "Microsoft Windows" and "word" apart
@@ -140,12 +155,9 @@ def test_a_name_of_several_words_abstains_above_the_bar_a_word_is_hedged() -> No
     assert "the corpus never mentions “Microsoft Word”" in describe(judged.as_dict(), 0.4)
 
 
-def test_the_engine_abstains_on_a_name_its_corpus_holds_only_apart(make_engine, tmp_path) -> None:
-    root = write_corpus(tmp_path / "c", ASY_LIKE)
-    eng = make_engine()
-    eng.ingest([root], "asy")
-    s = eng.settings.with_(collection="asy", abstain_bar=0.0)
-    a = eng.ask("How do I export an Asymptote drawing to a Microsoft Word document?", settings=s)
+def test_the_engine_abstains_on_a_name_its_corpus_holds_only_apart(past_the_bar) -> None:
+    ask = past_the_bar(ASY_LIKE, "asy")
+    a = ask("How do I export an Asymptote drawing to a Microsoft Word document?")
     assert a.status == "abstained" and list(a.metadata["support"]["unseen"]) == ["Microsoft Word"]
     assert "the corpus never mentions “Microsoft Word”" in a.validation.guardrail_actions[0]
-    assert eng.ask("How do I install Asymptote on Microsoft Windows?", settings=s).status == "ok"
+    assert ask("How do I install Asymptote on Microsoft Windows?").status == "ok"
