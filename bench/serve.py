@@ -264,8 +264,9 @@ def _collection(source_collection: str, size: int, settings: RagcoreSettings, da
 
 def bench_serve(source_collection: str, size: int, clients: int, seconds: float, n_questions: int, results_dir: Path,
                 settings: RagcoreSettings, rounds: int = 4, data_dir: Path | None = None,
-                server_workers: int = 1) -> dict[str, Any]:
+                server_workers: int = 1, server_running: int | None = None) -> dict[str, Any]:
     from ragcore.encoders.minilm import OnnxMiniLM
+    from ragcore.settings.service import ServiceSettings
     from tests.support.scripted_openai import unused_port
 
     qs = questions()[:n_questions]
@@ -273,7 +274,10 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
         data = data_dir or Path(tmp)
         eng, n = _collection(source_collection, size, settings, data, OnnxMiniLM())
         port = unused_port()
-        proc = _server(data, port, {"RAGCORE_SERVE_MAX_CONCURRENT": str(clients), "RAGCORE_SERVE_MAX_QUEUED": str(clients),
+        # the server's own limit on questions answered at once, as shipped unless --server-running
+        # says otherwise; the queue holds every other client, so none gets a 429
+        running = server_running or ServiceSettings().max_concurrent
+        proc = _server(data, port, {"RAGCORE_SERVE_MAX_CONCURRENT": str(running), "RAGCORE_SERVE_MAX_QUEUED": str(clients),
                                     "RAGCORE_CALIBRATED_BAR": "false", "RAGCORE_SERVE_WORKERS": str(server_workers)})
         load_start = machine()["load_avg"]
         try:
@@ -300,7 +304,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
     overhead, cpu_overhead = ({f"{r} ×{k}": round(runs[f"http {r} ×{k}"][key] / runs[f"in_process {r} ×{k}"][key] - 1, 3)
                                for k in (1, clients) for r in ROUTES} for key in ("p50_ms", "cpu_ms_per_request"))
     payload = {"bench": "serve", "when": utc_now(), "machine": machine(), "load_avg_start": load_start, "chunks": n,
-               "clients": clients, "server_workers": server_workers, "seconds_per_phase": seconds, "rounds": rounds, "questions": len(qs), "runs": runs,
+               "clients": clients, "server_workers": server_workers, "server_running": running, "seconds_per_phase": seconds, "rounds": rounds, "questions": len(qs), "runs": runs,
                "p50_overhead": overhead, "cpu_overhead": cpu_overhead, "healthz_p50_ms": floor, "serialisation": serialisation,
                "server_rss_mb": {"start": rss_start, "end": rss_end, "growth": round(rss_end / rss_start - 1, 3)},
                "overload": overload}
@@ -337,7 +341,7 @@ def summary(p: dict[str, Any]) -> str:
         f"{p['seconds_per_phase']} s per side and phase in {p['rounds']} alternated slices (×1: one client; "
         f"×{p['clients']}: all of them), {p['questions']} questions (each asked once on both sides before timing). "
         f"Both sides write the reply's JSON (the same bytes); HTTP through `http.client`, one kept-alive "
-        f"connection per client{_workers_note(p)}. Machine: {p['machine']['cpus']} CPUs, load {p['load_avg_start']} at the start, "
+        f"connection per client; the server answers {p.get('server_running', p['clients'])} at once and queues the rest{_workers_note(p)}. Machine: {p['machine']['cpus']} CPUs, load {p['load_avg_start']} at the start, "
         f"{p['machine']['load_avg']} at the end.\n\n"
         f"| side route | req/s | p50 ms | mean ms | p95 ms | CPU ms/request | server event loop CPU ms/request | statuses |\n"
         f"|---|---|---|---|---|---|---|---|\n{rows}\n\n"
@@ -381,6 +385,8 @@ def add_serve_parser(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     b.add_argument("--server-workers", type=int, default=1,
                    help="`ragcore serve --workers N` (not the transport's overhead: N processes against one in process)")
+    b.add_argument("--server-running", type=int, default=None,
+                   help="questions the server answers at once (RAGCORE_SERVE_MAX_CONCURRENT; default: the service's own)")
     b.set_defaults(func=_cmd_serve)
 
 
@@ -396,6 +402,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     out = bench_serve(args.collection, args.size, args.clients, args.seconds, args.questions, args.results,
                       settings_from_args(args), rounds=args.rounds, data_dir=args.data,
-                      server_workers=args.server_workers)
+                      server_workers=args.server_workers, server_running=args.server_running)
     print(summary(out))
     return 0
