@@ -416,6 +416,7 @@ with tab_probe:
     if pr is not None:
         show = {"kept": st.success, "no_match": st.warning, "not_in_collection": st.warning}.get(pr.verdict, st.warning)
         label = {"kept": "retrieved", "top_k": "cut by top-K", "threshold": "cut by the threshold", "dedupe": "cut by dedupe",
+                 "per_doc": "cut by the per-document cap",
                  "filter": "filtered out", "not_candidate": "not a candidate", "not_in_pool": "not a candidate",
                  "not_in_collection": "not in the collection", "no_match": "no matching chunk"}[pr.verdict]
         show(f"**Verdict: {label}.** {md_escape(pr.message)}")

@@ -30,7 +30,7 @@ from ragcore.types import Candidate, Chunk, RetrievalResult
 from ui.render import fields_text, fmt_score
 
 Verdict = Literal[
-    "kept", "threshold", "dedupe", "top_k", "filter", "not_candidate", "not_in_pool", "not_in_collection", "no_match",
+    "kept", "threshold", "dedupe", "per_doc", "top_k", "filter", "not_candidate", "not_in_pool", "not_in_collection", "no_match",
 ]
 BIG_POOL = 1000
 PASSAGE_POOL = 100  # BM25 candidates searched for a pasted passage's text
@@ -39,6 +39,7 @@ FIXES: dict[str, str] = {
     "kept": "Nothing to fix: the chunk is in the evidence.",
     "threshold": "Lower the threshold (the lab's or the notebook's slider, or RAGCORE_THRESHOLD).",
     "dedupe": "Another chunk of the same section ranked higher and was kept instead. Read it; if you need both, turn dedupe off (RAGCORE_DEDUPE=false).",
+    "per_doc": "Its document already fills the per-document cap. Raise the cap or turn it off (RAGCORE_EVIDENCE_PER_DOC=0), or raise top-K.",
     "top_k": "The chunk ranked just below the cut. Raise top-K (the lab's or the notebook's slider, or RAGCORE_TOP_K).",
     "filter": "The chunk's path does not match the path filter (RAGCORE_PATH_FILTER).",
     "not_candidate": "Neither branch ranked the chunk among its first candidates. Rephrase the question with the document's own words, try sparse mode for exact identifiers, or raise RAGCORE_CANDIDATES.",
@@ -129,6 +130,11 @@ def _in_pool_verdict(cand: Candidate, real: RetrievalResult, settings: RagcoreSe
         msg = f"{loc} ranked {cand.rank}, but {winner.chunk.locator if winner else 'a better chunk'} of the same section" \
               f"{f' (rank {winner.rank})' if winner else ''} was kept instead (dedupe)."
         return ProbeResult("dedupe", msg, FIXES["dedupe"], competitor=winner, **common)
+    if reason == "per_doc":
+        same = sum(1 for c in real.candidates if c.kept and c.chunk.path == target.path)
+        kept_of = f"{same} chunk of {target.path} was" if same == 1 else f"{same} chunks of {target.path} were"
+        msg = f"{loc} ranked {cand.rank}, but {kept_of} already kept (per-document cap {settings.evidence_per_doc})."
+        return ProbeResult("per_doc", msg, FIXES["per_doc"], **common)
     kept = [c for c in real.candidates if c.kept]
     msg = f"{loc} ranked {cand.rank}, below the top-K cut: {len(kept)} chunks were kept (top-K {settings.top_k})."
     return ProbeResult("top_k", msg, FIXES["top_k"], **common)

@@ -96,3 +96,23 @@ def test_signals_off_report_nothing(engine):
                          named_weight=0.0, doc_title_weight=0.0)
     assert (res.field_score, res.matched_fields, res.doc_rank, res.doc_score, res.expansion_terms) == (None, (), None, None, ())
     assert signal_cells(res) == {}
+
+
+def test_a_chunk_cut_by_the_per_document_cap_is_reported_as_such():
+    # the cap engages only when no document clearly holds the answer, which a three-file corpus
+    # cannot arrange reliably; so the verdict is read off a pool cut the way cutrules.py cuts it
+    from ragcore.settings.config import RagcoreSettings
+    from ragcore.types import Candidate, Chunk, RetrievalResult
+    from ui.probe import _in_pool_verdict
+
+    def cand(i: int, path: str, reason: str | None) -> Candidate:
+        chunk = Chunk(chunk_id=f"c{i}", text=f"text {i}", path=path, doc_hash="h", kind="markdown",
+                      start_line=i * 10 + 1, end_line=i * 10 + 5, ordinal=i)
+        return Candidate(chunk, 0.5, 1.0, 0.1, i, i, i, i).with_cut(reason)
+
+    pool = (cand(1, "a.md", None), cand(2, "b.md", None), cand(3, "a.md", "per_doc"))
+    res = _in_pool_verdict(pool[2], RetrievalResult("q", "hybrid", "rrf", pool), RagcoreSettings(evidence_per_doc=1),
+                           0.5, {"chunk": pool[2].chunk})
+    assert res.verdict == "per_doc", (res.verdict, res.message)
+    assert "1 chunk of a.md was already kept" in res.message and "cap 1" in res.message
+    assert "RAGCORE_EVIDENCE_PER_DOC" in res.fix
