@@ -1,6 +1,6 @@
 """ragcore: grounded question answering over a document corpus, built from LlamaIndex parts.
 
-The public API is what ``__all__`` lists (pinned by ``tests/test_public_api.py``). Names are
+The public API is what ``__all__`` lists (pinned by ``tests/unit/test_public_api.py``). Names are
 imported on first use (PEP 562), so ``import ragcore`` loads no model, opens no store and
 imports neither LlamaIndex nor Qdrant until you ask for something that needs them.
 """

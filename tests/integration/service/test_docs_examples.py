@@ -2,7 +2,7 @@
 this interpreter, ```bash blocks with bash (they use curl; skipped without it), ```javascript
 blocks with Node.js (skipped when `node` is not installed). ```sh and ```text blocks are not
 run (starting the server, sample output). The docs' http://127.0.0.1:8000 becomes the test
-server's address; the key comes from RAGCORE_API_KEY as the docs say."""
+server's address; the key comes from RC_API_KEY as the docs say."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_example_runs(lang: str, code: str, served, tmp_path: Path) -> None:
     code = code.replace("http://127.0.0.1:8000", served.url).replace("ws://127.0.0.1:8000", served.url.replace("http", "ws"))
     script = tmp_path / {"python": "example.py", "bash": "example.sh", "javascript": "example.mjs"}[lang]
     script.write_text(code if lang != "bash" else "set -euo pipefail\n" + code)
-    env = {**os.environ, "RAGCORE_API_KEY": KEY, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "RC_API_KEY": KEY, "PYTHONPATH": str(REPO)}
     out = subprocess.run([tool, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip()
