@@ -1,7 +1,7 @@
 """Take the user guide's screenshots: every page of the app at 1400×1000 in headless chromium.
 
-    .venv/bin/python tests/make_screenshots.py            # a fresh data dir (ingests the guide)
-    .venv/bin/python tests/make_screenshots.py --data-dir ~/.local/share/ragcore
+    .venv/bin/python tests/browser/make_screenshots.py            # a fresh data dir (ingests the guide)
+    .venv/bin/python tests/browser/make_screenshots.py --data-dir ~/.local/share/ragcore
 
 Starts `streamlit run app.py` on a free port (tests/app_support.py's AppServer), asks the demo
 question, and saves notebook.png, retrieval-lab.png, library-viewer.png, library-collections.png,
@@ -59,12 +59,13 @@ def take(url: str) -> None:
         box.wait_for()
         box.fill(QUESTION)
         box.press("Enter")
-        page.locator("[data-testid='stHorizontalBlock'] .rc-src").last.wait_for()
+        # the answer's first cited passage, shown beside it once the app is at rest
+        page.locator(".rc-cites .rc-cite:visible").first.wait_for()
         _settle(page)
         page.locator("[data-testid='stMarkdownContainer'] a[href^='#cite-']").last.scroll_into_view_if_needed()
         _save(page, "notebook")
 
-        page.get_by_role("link", name="Open in the source viewer").last.click()
+        page.locator(".rc-cites .rc-cite:visible a.rc-open").first.click()
         page.get_by_text(re.compile(r"Cited lines? \d+")).first.wait_for()
         _settle(page)
         _save(page, "library-viewer")
