@@ -104,8 +104,9 @@ with right:
         c = st.columns(2)
         size = c[0].number_input("Chunk size (words)", 20, 2000, int(base.chunk_size), 10)
         overlap = c[1].number_input("Overlap (words)", 0, 1000, int(base.chunk_overlap), 5)
-        st.caption("Applies to the next ingest started from the Library page. Incremental ingest skips unchanged files, "
-                   "so to re-chunk an existing collection tick *Rebuild from scratch* there, or ingest into a new collection.")
+        st.caption("Applies to the next ingest started from the Library page (*Ingest folder* or an upload): files chunked "
+                   "with other settings are chunked again. *Re-ingest* under *Manage collection* keeps the chunking the "
+                   "collection was built with.")
         if st.form_submit_button("Save chunking", icon=":material/save:"):
             try:
                 new_base = state.base_settings().with_(chunk_size=int(size), chunk_overlap=int(overlap))

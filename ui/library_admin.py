@@ -316,7 +316,7 @@ def ingest_tab(rt: state.Runtime) -> None:
     if target and target not in names and model is None:
         target = ""  # a model that cannot be used: nothing to start
     s = s.with_(embed_model=model)
-    rebuild = st.checkbox("Rebuild from scratch (re-chunk every file with the current chunking)", key="ing_rebuild",
+    rebuild = st.checkbox("Rebuild from scratch (delete the collection, then ingest the folder)", key="ing_rebuild",
                           disabled=target not in names)
     b1, b2, _ = st.columns([0.25, 0.3, 0.45])
     go_folder = b1.button("Ingest folder", type="primary", key="ing_go_folder", disabled=busy or not target or not (folder or "").strip())
