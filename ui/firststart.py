@@ -38,7 +38,7 @@ def start_demo(rt: "Runtime") -> None:
     if _demo_missing(rt) and demo_corpus_dir().is_dir():
         root = demo_corpus_dir()
         sizes = {str(p.relative_to(root)): p.stat().st_size for p in sorted(root.rglob("*")) if p.is_file()}
-        job = IngestJob(collection=DEMO_COLLECTION, label="First start: building the demo collection 'guide' from the user guide",
+        job = IngestJob(collection=DEMO_COLLECTION, label="First start: the demo corpus (a copy of the user guide)",
                         root=str(root), sizes=sizes)
 
         def work(job: IngestJob) -> "IngestReport":

@@ -158,7 +158,7 @@ def _changes_and_reingest(rt: state.Runtime, info: CollectionInfo, busy: bool) -
             built = dict(info.settings or {})
             if built.get("chunk_size") and built.get("chunk_overlap") is not None:
                 s = s.with_(chunk_size=int(built["chunk_size"]), chunk_overlap=int(built["chunk_overlap"]))
-            st.session_state["ing_mine"] = state.start_folder_ingest(rt, p, name, s, label=f"Re-ingest of {p} into {name}").id
+            st.session_state["ing_mine"] = state.start_folder_ingest(rt, p, name, s, label=f"Re-ingest of {p}").id
             st.rerun()
 
 

@@ -444,7 +444,7 @@ def start_refresh(rt: Runtime, collection: str, root: str | None) -> IngestJob |
     built = dict(info.settings or {}) if info is not None else {}
     if built.get("chunk_size") and built.get("chunk_overlap") is not None:  # keep the collection's own chunking
         s = s.with_(chunk_size=int(built["chunk_size"]), chunk_overlap=int(built["chunk_overlap"]))
-    return start_folder_ingest(rt, Path(root), collection, s, label=f"Update of {collection} from {root}")
+    return start_folder_ingest(rt, Path(root), collection, s, label=f"Update from {root}")
 
 
 def job_outcome(job: IngestJob) -> str:
