@@ -50,7 +50,8 @@ for r in rows:
     hi = decide(q, res, replace(sup, score=max(sup.score, bar + 1e-6)), composed)
     out.append({"kind": "A" if r["answerable"] else "U", "id": r["id"], "q": q, "score": sup.score,
                 "ev": sup.evidence_cosine, "topic": sup.topic.score if sup.topic else None, "lex": sup.lexical,
-                "reason": decide(q, res, sup, composed), "reason_if_above": hi, "variants": var})
+                "reason": decide(q, res, sup, composed), "reason_if_above": hi, "variants": var,
+                "hedged": list(judge_coverage(sup, bar, s.uncovered_margin).uncovered)})
 Path(outp).write_text(json.dumps({"set": name, "bar": bar, "rows": out}, indent=0))
 print(name, bar, len(out), round(time.time() - t0))
 eng.close()

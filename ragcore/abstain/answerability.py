@@ -67,7 +67,7 @@ class Support:
     lexical: float | None = None  # share of the question's content words in the top chunk
     best_sentence: float | None = None  # the composer's best score among the selection's sentences
     unseen: tuple[str, ...] = ()  # rare question words no chunk of the corpus contains (abstains)
-    uncovered: tuple[str, ...] = ()  # subjects the corpus never mentions, answered with a hedge (coverage.py)
+    uncovered: tuple[str, ...] = ()  # subjects and plain words the corpus never mentions, answered with a hedge (coverage.py)
     selection_fit: Mapping[str, Any] | None = None  # SelectionFit.as_dict() with its "reason" (decides)
 
     def as_dict(self) -> dict[str, Any]:
@@ -118,10 +118,16 @@ def unseen_words(question: str, *, has_term: Callable[[tuple[str, ...]], bool],
     the forms of its root (``word_forms``), not the parts BM25 also splits a CamelCase word into:
     a corpus that says "graph" does not mention "GraphQL".
     ``is_common(word)``: whether the word is a whole word of the model's vocabulary."""
+    return absent_in_corpus(question, has_term, lambda word: not is_common(word))
+
+
+def absent_in_corpus(question: str, has_term: Callable[[tuple[str, ...]], bool],
+                     judged: Callable[[str], bool]) -> tuple[str, ...]:
+    """The question's plain words that ``judged`` keeps and no chunk holds in any form (``has_term``)."""
     out: dict[str, str] = {}  # lower case -> the word as the question wrote it
     for m in _WORD.finditer(question):
         word = m.group(0)
-        if word.lower() in out or is_common(word):  # the cheap tests first: forms cost ~25 lookups
+        if word.lower() in out or not judged(word):  # the cheap tests first: forms cost ~25 lookups
             continue
         terms = word_forms(word)
         if terms and not has_term(terms):

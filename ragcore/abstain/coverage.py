@@ -13,6 +13,10 @@ written the way names are written:
 * an **identifier**: ``snake_case``, ``dotted.name``, ``CamelCase`` (kept whole by BM25);
 * a **version**: ``3.12``, ``1.4.2``.
 
+A plain word of the model's vocabulary that no chunk uses in any form ("translate" asked of docs
+that never say it; ``absent_words``) is reported with them: it may be a paraphrase, so like a
+single-word name it is hedged, not abstained on.
+
 A subject is covered when some chunk of the collection contains it: the word or another form of
 its root (``word_forms``: "Windows" is covered by "window"), an identifier as the whole token.
 Common words inside a quoted phrase are not judged (a quoted error message names its subject in
@@ -26,7 +30,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Literal, Sequence
 
-from ragcore.abstain.answerability import Support, word_forms
+from ragcore.abstain.answer_fit import GENERIC
+from ragcore.abstain.answerability import Support, absent_in_corpus, word_forms
 from ragcore.encoders.sparse import STOPWORDS, tokenize
 
 Kind = Literal["name", "quoted", "identifier", "version"]
@@ -37,6 +42,8 @@ _QUOTED = re.compile(r"\"([^\"]{2,60})\"|“([^”]{2,60})”|`([^`]{2,60})`")
 _SENTENCE_END = re.compile(r"[.?!:;]\s*$")
 _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
 _IDENT = re.compile(r"^[A-Za-z_]\w*(?:[._]\w+)+$|^[a-z]+[A-Z]\w*$")
+# words a question uses for its own shape, not its subject: never reported as absent
+_PLAIN_SKIP = STOPWORDS | GENERIC
 # capitalised words that are not names: question and sentence openers that follow a clause
 _NOT_NAMES = frozenset("i i'm i've i'd i'll ok yes no".split())
 MAX_QUOTED_WORDS = 4
@@ -213,11 +220,24 @@ def uncovered_subjects(
                 out.append(s.text)
         elif not has_term(s.terms):
             out.append(s.text)
+    if is_common is not None:  # a plain word of the vocabulary no chunk uses in any form ("translate")
+        told = {w.lower() for s in out for w in s.split()} | done  # a quoted phrase's words are told with it
+        out += [w for w in absent_words(question, has_term=has_term, is_common=is_common) if w.lower() not in told]
     if covers_name is not None:
         told = {w.lower() for w in out} | done
         out += [n for n in name_runs(question)
                 if not any(w.lower() in told for w in n.split()) and not covers_name(n)]
     return tuple(out)
+
+
+def absent_words(question: str, *, has_term: Callable[[tuple[str, ...]], bool],
+                 is_common: Callable[[str], bool]) -> tuple[str, ...]:
+    """The question's common plain words that no chunk uses in any form ("translate" in "Can ragcore
+    translate my documents into French?" asked of docs that never say it), stopwords and generic
+    question words ("explain", "work": ``answer_fit.GENERIC``) left out. Rare words are
+    ``unseen_words``' (they abstain); a common word may be a paraphrase, so it is hedged, as a
+    single-word name is (``judge_coverage``)."""
+    return absent_in_corpus(question, has_term, lambda w: w.lower() not in _PLAIN_SKIP and is_common(w))
 
 
 def is_name_run(subject: str) -> bool:

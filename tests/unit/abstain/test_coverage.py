@@ -1,4 +1,4 @@
-"""Named subjects the corpus never mentions (abstain/coverage.py): found, looked up, judged."""
+"""Named subjects and plain words the corpus never mentions (abstain/coverage.py): found, looked up, judged."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragcore.abstain.answerability import Support, describe
-from ragcore.abstain.coverage import HEDGE_MARGIN, judge_coverage, name_runs, phrase_covered, subjects, uncovered_subjects
+from ragcore.abstain.coverage import (
+    HEDGE_MARGIN, absent_words, judge_coverage, name_runs, phrase_covered, subjects, uncovered_subjects,
+)
 from ragcore.encoders.sparse import tokenize
 from ragcore.engine.engine import Engine
 from tests.conftest import write_corpus
@@ -56,6 +58,20 @@ def test_a_quoted_phrase_is_judged_on_its_rare_words() -> None:
     assert uncovered_subjects('Why do I get "ValueError: bad jwt"?', has_term=has, is_common=common) == ("ValueError: bad jwt",)
 
 
+def test_a_plain_word_no_chunk_uses_is_named_once_with_the_subjects() -> None:
+    has = _has("Supported files: Markdown and PDF documents. The French example is an injection test. Upload limits.")
+    vocab = {"translate", "documents", "french", "explain", "work", "upload", "uploading", "limits"}.__contains__
+    is_common = lambda w: vocab(w.lower())  # noqa: E731 - the model's vocabulary, for these words
+    q = "Can ragcore translate my documents into French?"
+    assert absent_words(q, has_term=has, is_common=is_common) == ("translate",)
+    assert uncovered_subjects(q, has_term=has, is_common=is_common) == ("translate",)
+    # another form counts ("uploading" → upload); generic question words and rare words are not judged here
+    assert absent_words("Does uploading explain how limits work?", has_term=has, is_common=is_common) == ()
+    assert absent_words("Can it frobnicate?", has_term=has, is_common=is_common) == ()  # unseen_words' job
+    # without a vocabulary to tell common from rare words, only subjects are judged
+    assert uncovered_subjects(q, has_term=has) == ()
+
+
 def test_judged_against_the_bar_abstain_near_it_hedge_above() -> None:
     near = judge_coverage(Support(0.52, "corpus", uncovered=("Oracle",)), bar=0.5, margin=HEDGE_MARGIN)
     assert near.unseen == ("Oracle",) and near.uncovered == ()  # abstains: stages.abstain_reason reads unseen
@@ -94,6 +110,15 @@ def test_the_engine_abstains_on_a_subject_the_corpus_never_mentions(flask_like: 
     assert "answered with a hedge: the corpus never mentions “Oracle”" in describe(hedged.metadata["support"], 0.5)
     covered = flask_like.ask("How does Flask connect to the SQLite database?", settings=base)
     assert covered.status == "ok" and not covered.metadata["support"]["unseen"] and not covered.metadata["support"]["uncovered"]
+
+
+def test_the_engine_hedges_on_a_plain_word_no_chunk_uses(flask_like: Engine) -> None:
+    # the real model's vocabulary and the collection's term columns: "translate" is a whole word of
+    # the vocabulary that no chunk of the Flask-like corpus uses
+    answer = flask_like.ask("How do I translate the SQLite database?", settings=flask_like.settings.with_(abstain_bar=0.05))
+    assert answer.status in ("ok", "partial"), answer.validation.guardrail_actions
+    assert list(answer.metadata["support"]["uncovered"]) == ["translate"]
+    assert any(a.startswith("hedged: the corpus never mentions “translate”") for a in answer.validation.guardrail_actions)
 
 
 def test_runs_of_capitalised_words_are_one_name() -> None:
