@@ -1,10 +1,13 @@
 """Shared fixtures: the real ONNX encoder (loaded once), engines over embedded Qdrant in
-temp folders, and the demo corpus ingested once per session."""
+temp folders, and the demo corpus ingested once per test process (copied for each user)."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
+import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -28,9 +31,12 @@ def _no_home_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.delenv(var, raising=False)
 
 
+ENCODER = OnnxMiniLM()  # the test process's one real encoder (it loads on first use): the ``encoder`` fixture
+
+
 @pytest.fixture(scope="session")
 def encoder() -> OnnxMiniLM:
-    return OnnxMiniLM()
+    return ENCODER
 
 
 @pytest.fixture
@@ -70,14 +76,42 @@ def ingested_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniL
         e.close()
 
 
-@pytest.fixture(scope="session")
-def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
-    """The bundled user guide (docs/) ingested and its abstain bar calibrated, as the app's
-    first start does (collection "guide")."""
+_guide_lock = threading.Lock()
+_guide: list[Path] = []
+
+
+def guide_folder() -> Path:
+    """A data folder whose collection "guide" is the bundled demo corpus (demo/), ingested and its
+    abstain bar calibrated as the app's first start does. Built once per test process (about ten
+    seconds of embedding) and never opened again: each user takes a copy (``copy_guide``), so what
+    one writes never reaches another."""
     from ragcore.engine.demo import ensure_demo_collection
 
-    e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
-    ensure_demo_collection(e, "guide")
+    with _guide_lock:
+        if not _guide:
+            d = Path(tempfile.mkdtemp(prefix="ragcore-guide-"))
+            atexit.register(shutil.rmtree, d, ignore_errors=True)
+            e = Engine(RagcoreSettings(data_dir=d / "data"), encoder=ENCODER)
+            try:
+                report = ensure_demo_collection(e, "guide")
+            finally:
+                e.close()
+            assert report is not None and report.chunks_written > 100
+            _guide.append(d / "data")
+        return _guide[0]
+
+
+def copy_guide(dest: Path) -> Path:
+    """``dest``: a new data folder holding the built "guide" collection (``guide_folder``)."""
+    shutil.copytree(guide_folder(), dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
+    """The bundled user guide (demo/) ingested and its abstain bar calibrated, as the app's
+    first start does (collection "guide"): an engine over a copy of ``guide_folder``."""
+    e = Engine(RagcoreSettings(data_dir=copy_guide(tmp_path_factory.mktemp("guide") / "data")), encoder=encoder)
     yield e
     e.close()
 
