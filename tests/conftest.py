@@ -1,12 +1,10 @@
 """Shared fixtures: the real ONNX encoder (loaded once), engines over embedded Qdrant in
-temp folders, and the demo corpus ingested once per test process (copied for each user)."""
+temp folders, and the demo corpus ingested once per run (copied for each user)."""
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import Callable, Iterator
@@ -78,26 +76,41 @@ def ingested_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniL
 
 _guide_lock = threading.Lock()
 _guide: list[Path] = []
+_run_tmp: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where ``guide_folder`` builds: this run's temp folder, which the pytest-xdist workers share
+    (each has its own folder below it) and which pytest removes with old runs."""
+    base = tmp_path_factory.getbasetemp()
+    _run_tmp[:] = [base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base]
 
 
 def guide_folder() -> Path:
     """A data folder whose collection "guide" is the bundled demo corpus (demo/), ingested and its
-    abstain bar calibrated as the app's first start does. Built once per test process (about ten
-    seconds of embedding) and never opened again: each user takes a copy (``copy_guide``), so what
-    one writes never reaches another."""
+    abstain bar calibrated as the app's first start does. Built once per run (about ten seconds of
+    embedding): the first worker to need it builds it, the others wait for it. Never opened again:
+    each user takes a copy (``copy_guide``), so what one writes never reaches another."""
+    from filelock import FileLock
+
     from ragcore.engine.demo import ensure_demo_collection
 
     with _guide_lock:
         if not _guide:
-            d = Path(tempfile.mkdtemp(prefix="ragcore-guide-"))
-            atexit.register(shutil.rmtree, d, ignore_errors=True)
-            e = Engine(RagcoreSettings(data_dir=d / "data"), encoder=ENCODER)
-            try:
-                report = ensure_demo_collection(e, "guide")
-            finally:
-                e.close()
-            assert report is not None and report.chunks_written > 100
-            _guide.append(d / "data")
+            assert _run_tmp, "guide_folder() is for tests: the _run_temp_folder fixture says where it is built"
+            home = _run_tmp[0] / "guide-built"
+            with FileLock(f"{home}.lock"):
+                if not (home / "built").exists():
+                    shutil.rmtree(home, ignore_errors=True)
+                    e = Engine(RagcoreSettings(data_dir=home / "data"), encoder=ENCODER)
+                    try:
+                        report = ensure_demo_collection(e, "guide")
+                    finally:
+                        e.close()
+                    assert report is not None and report.chunks_written > 100
+                    (home / "built").touch()
+            _guide.append(home / "data")
         return _guide[0]
 
 

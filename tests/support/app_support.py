@@ -2,7 +2,7 @@
 
 The real Engine (embedded Qdrant in a temp folder, the real ONNX model) is created once per
 test process through the app's own ``st.cache_resource``, over a copy of the data folder whose
-collection "guide" holds the demo corpus, built once per process (tests/conftest.py
+collection "guide" holds the demo corpus, built once per run (tests/conftest.py
 ``guide_folder``); every app test points RAGCORE_DATA_DIR at that folder. Notebooks are wiped
 before each test.
 """
