@@ -1,10 +1,11 @@
 """Shared fixtures: the real ONNX encoder (loaded once), engines over embedded Qdrant in
-temp folders, and the demo corpus ingested once per session."""
+temp folders, and the demo corpus ingested once per run (copied for each user)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -28,9 +29,12 @@ def _no_home_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.delenv(var, raising=False)
 
 
+ENCODER = OnnxMiniLM()  # the test process's one real encoder (it loads on first use): the ``encoder`` fixture
+
+
 @pytest.fixture(scope="session")
 def encoder() -> OnnxMiniLM:
-    return OnnxMiniLM()
+    return ENCODER
 
 
 @pytest.fixture
@@ -70,14 +74,57 @@ def ingested_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniL
         e.close()
 
 
-@pytest.fixture(scope="session")
-def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
-    """The bundled user guide (docs/) ingested and its abstain bar calibrated, as the app's
-    first start does (collection "guide")."""
+_guide_lock = threading.Lock()
+_guide: list[Path] = []
+_run_tmp: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where ``guide_folder`` builds: this run's temp folder, which the pytest-xdist workers share
+    (each has its own folder below it) and which pytest removes with old runs."""
+    base = tmp_path_factory.getbasetemp()
+    _run_tmp[:] = [base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base]
+
+
+def guide_folder() -> Path:
+    """A data folder whose collection "guide" is the bundled demo corpus (demo/), ingested and its
+    abstain bar calibrated as the app's first start does. Built once per run (about ten seconds of
+    embedding): the first worker to need it builds it, the others wait for it. Never opened again:
+    each user takes a copy (``copy_guide``), so what one writes never reaches another."""
+    from filelock import FileLock
+
     from ragcore.engine.demo import ensure_demo_collection
 
-    e = Engine(RagcoreSettings(data_dir=tmp_path_factory.mktemp("guide")), encoder=encoder)
-    ensure_demo_collection(e, "guide")
+    with _guide_lock:
+        if not _guide:
+            assert _run_tmp, "guide_folder() is for tests: the _run_temp_folder fixture says where it is built"
+            home = _run_tmp[0] / "guide-built"
+            with FileLock(f"{home}.lock"):
+                if not (home / "built").exists():
+                    shutil.rmtree(home, ignore_errors=True)
+                    e = Engine(RagcoreSettings(data_dir=home / "data"), encoder=ENCODER)
+                    try:
+                        report = ensure_demo_collection(e, "guide")
+                    finally:
+                        e.close()
+                    assert report is not None and report.chunks_written > 100
+                    (home / "built").touch()
+            _guide.append(home / "data")
+        return _guide[0]
+
+
+def copy_guide(dest: Path) -> Path:
+    """``dest``: a new data folder holding the built "guide" collection (``guide_folder``)."""
+    shutil.copytree(guide_folder(), dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def guide_engine(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> Iterator[Engine]:
+    """The bundled user guide (demo/) ingested and its abstain bar calibrated, as the app's
+    first start does (collection "guide"): an engine over a copy of ``guide_folder``."""
+    e = Engine(RagcoreSettings(data_dir=copy_guide(tmp_path_factory.mktemp("guide") / "data")), encoder=encoder)
     yield e
     e.close()
 

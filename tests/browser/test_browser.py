@@ -124,15 +124,31 @@ def _idle(page, timeout_s: float = 60.0) -> None:
 def _slider_to(page, value: str, tries: int = 60) -> None:
     """Move the focused threshold slider to ``value`` with the keyboard. Under load a rerun can
     re-render the slider between key presses and drop some of them, so keep pressing until the
-    slider reads ``value`` (what is tested is where the value ends up, not how many presses)."""
+    slider reads ``value`` (what is tested is where the value ends up, not how many presses).
+    Returns once the lab has run with it (its URL says so): the slider reads a key press at once
+    but sends it to the app a moment later, and on a loaded machine a click made before then was
+    seen to leave the app at the previous value (0.28 when the slider read 0.29)."""
     for _ in range(tries):
         _idle(page)
         now = page.evaluate("sel => document.querySelector(sel).getAttribute('aria-valuetext')", THRESHOLD)
         if now == value:
+            _url_threshold_is(page, value)
             return
         _threshold_slider(page).focus()
         page.keyboard.press("ArrowRight" if float(now) < float(value) else "ArrowLeft")
     raise AssertionError(f"the threshold slider did not reach {value}")
+
+
+def _url_threshold_is(page, value: str, timeout_s: float = 60.0) -> None:
+    """Wait until the lab's URL (ui/share.py, written by a run) carries the threshold ``value``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("v => Number(new URLSearchParams(location.search).get('thr')).toFixed(2) === v",
+                               arg=value, timeout=timeout_s * 1000, polling=100)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the slider reads {value} but the lab never ran with it: {page.url}") from None
+    _idle(page)
 
 
 def _nav(page, title: str) -> None:

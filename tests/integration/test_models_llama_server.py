@@ -17,7 +17,7 @@ import json
 import pytest
 
 from ragcore.cli.main import main
-from tests.conftest import write_corpus
+from tests.conftest import copy_guide, write_corpus
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.slow]
 
@@ -59,7 +59,9 @@ def test_the_app_answers_from_a_collection_built_through_llama_cpp(tmp_path, lla
     carries its citation and the note that says which model answered."""
     from tests.support.app_support import markdown_text, new_app, ok
 
-    data = tmp_path / "data"
+    # the demo collection already built, as in the app tests: the app's first start has nothing to build
+    # in the background (it would embed the guide during this test and the next ones)
+    data = copy_guide(tmp_path / "data")
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(data))
     monkeypatch.setenv("RAGCORE_EMBED_BASE_URL", llama_embedding_server)
     monkeypatch.setenv("RAGCORE_EMBED_TIMEOUT_S", "120")

@@ -1,9 +1,10 @@
 """Shared set-up for the AppTest suites (tests/test_app_*.py).
 
 The real Engine (embedded Qdrant in a temp folder, the real ONNX model) is created once per
-test process through the app's own ``st.cache_resource`` and the demo corpus (docs/) is
-ingested once into the collection "guide"; every app test points RAGCORE_DATA_DIR at that
-folder. Notebooks are wiped before each test.
+test process through the app's own ``st.cache_resource``, over a copy of the data folder whose
+collection "guide" holds the demo corpus, built once per run (tests/conftest.py
+``guide_folder``); every app test points RAGCORE_DATA_DIR at that folder. Notebooks are wiped
+before each test.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_guide
 
 ROOT = REPO
 APP = str(ROOT / "app.py")
@@ -34,14 +35,16 @@ def shared_data_dir() -> Path:
     """A temp data dir with 'guide' ingested — once per process."""
     with _lock:
         if "dir" not in _shared:
-            d = Path(tempfile.mkdtemp(prefix="ragcore-apptest-"))
-            atexit.register(shutil.rmtree, d, ignore_errors=True)
+            tmp = Path(tempfile.mkdtemp(prefix="ragcore-apptest-"))
+            atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+            d = copy_guide(tmp / "data")
             from ragcore.engine.demo import ensure_demo_collection
             from ui.state import get_runtime
 
             rt = get_runtime(str(d), None)
-            report = ensure_demo_collection(rt.engine)
-            assert report is not None and report.chunks_written > 100
+            # the app's first-start step finds 'guide' built and calibrated: nothing to ingest
+            assert ensure_demo_collection(rt.engine) is None and rt.engine.store.count("guide") > 100
+            assert "calibration" in rt.engine.store.read_meta("guide")
             rt.engine.encoder.encode(["warm up"])
             _shared["dir"] = d
             _shared["runtime"] = rt
