@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -84,7 +85,14 @@ def test_access_log_has_neither_keys_nor_document_text(served, caplog) -> None:
     httpx.post(served.url + "/api/ask?token=" + KEY, headers=auth(),
                json={"question": "What does the kettle do?", "selection": SECRET_SENTENCE * 3, "context": "selection"})
     httpx.get(served.url + "/api/collections", headers={"Authorization": "Bearer wrong-key-value"})
-    lines = [r.getMessage() for r in caplog.records if r.name.startswith("ragcore.service")]
+    # the server writes its access line after the reply is sent, in its own thread: wait for it (a
+    # busy machine let the client read the 401 before the line existed, once in a parallel run)
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [r.getMessage() for r in caplog.records if r.name.startswith("ragcore.service")]
+        if any(line.startswith("GET /api/collections 401") for line in lines) or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert any(line.startswith("POST /api/ask 200") for line in lines)
     assert any(line.startswith("GET /api/collections 401") for line in lines)
     text = "\n".join(lines)
