@@ -387,6 +387,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.set_defaults(func=cmd_collections)
 
     add_serve_parser(sub)
+    from ragcore.mcp.stdio import add_mcp_parser
+
+    add_mcp_parser(sub)
 
     from ragcore.eval.bars_cli import add_bars_parser
 

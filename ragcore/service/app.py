@@ -16,6 +16,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from ragcore.service import openai_compat, rest, stream
 from ragcore.service.auth import BearerAuth
 from ragcore.service.errors import install_error_handlers
+from ragcore.mcp.http import mount_mcp
 from ragcore.service.jobs import Jobs
 from ragcore.service.lean import LeanRoutes
 from ragcore.service.limits import AccessLog, BodyLimit, Slots
@@ -38,7 +39,8 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
     async def lifespan(_: FastAPI):
         threading.Thread(target=_warm, args=(engine,), name="ragcore-serve-warm", daemon=True).start()
         try:
-            yield
+            async with mcp_running():
+                yield
         finally:
             jobs.close()
             app.state.service.slots.close()
@@ -52,6 +54,7 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
     install_error_handlers(app)
     for module in (rest, stream, openai_compat):
         app.include_router(module.router)
+    mcp_running = mount_mcp(app, app.state.service)  # /mcp (ragcore/mcp/http.py); a no-op without the mcp extra
     # added innermost first: the access log sees every refusal (401, 413) with its status
     if lean_routes:
         app.add_middleware(LeanRoutes, service=app.state.service)

@@ -1,0 +1,43 @@
+"""``/mcp`` on ``ragcore serve``: the MCP server over streamable HTTP, inside the service's app, so
+every request to it passes the same middleware as the REST routes (Bearer keys, the body limit, the
+access log) and every tool call takes the same question slots and deadline (``Service.slots``).
+
+Stateless streamable HTTP: each POST is one JSON-RPC exchange (no session to keep between
+requests, nothing held per client), which suits a service with several workers."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable
+
+MCP_PATH = "/mcp"
+
+
+def mount_mcp(app: Any, service: Any) -> Callable[[], Any]:
+    """Add ``/mcp`` to ``app``; returns the async context manager the app's lifespan enters (the
+    SDK's session manager). Without the ``mcp`` extra the app has no ``/mcp`` and this is a no-op."""
+    try:
+        from mcp.server.transport_security import TransportSecuritySettings
+    except ImportError:
+        return _nothing
+    from ragcore.mcp.server import build_server
+    from ragcore.mcp.tools import RagTools
+
+    settings = service.settings
+    tools = RagTools(service.engine, service.slots, settings.deadline_s, allow_ingest=False)
+    server = build_server(tools)
+    # on loopback the SDK's Host/Origin checks stop DNS rebinding; off loopback the keys guard the
+    # service and its host name is the operator's business
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=settings.loopback, allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+    # SSE replies (not plain JSON): a long ask streams its progress notifications before its result
+    sub_app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, transport_security=security,
+                                         max_request_body_size=settings.max_body_bytes)
+    app.router.routes.extend(r for r in sub_app.routes if getattr(r, "path", None) == MCP_PATH)
+    return server.session_manager.run
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
