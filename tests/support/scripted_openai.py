@@ -18,7 +18,8 @@ Replies: :class:`Text` (streamed in the given pieces, optional delay per piece),
 :class:`HttpError` (status, body, optional Retry-After), :class:`Hang` (sleep longer than the
 client's timeout, before the headers or after some pieces), :class:`Cut` (close the socket
 after N pieces without finishing the stream), :class:`Malformed` (an SSE chunk that is not
-JSON), :class:`Empty` (a completion with no text). With the queue empty the server answers
+JSON), :class:`Empty` (a completion with no text), :class:`ToolCall` (the model calls a function
+tool), :class:`Computed` (a reply made from the request, e.g. citing what a tool returned). With the queue empty the server answers
 "OK".
 
 Every request is recorded (:class:`Recorded`: path, headers without the Authorization
@@ -50,6 +51,8 @@ __all__ = [
     "Cut",
     "Malformed",
     "Empty",
+    "ToolCall",
+    "Computed",
     "Reply",
     "Recorded",
     "ScriptedOpenAIServer",
@@ -118,7 +121,26 @@ class Empty:
     finish_reason: str = "stop"
 
 
-Reply = Union[Text, HttpError, Hang, Cut, Malformed, Empty]
+@dataclass(frozen=True)
+class ToolCall:
+    """The model calls a function tool: a chat completion whose message has ``tool_calls`` and no
+    text (``finish_reason: tool_calls``). Chat completions, not streamed, only (an agent's
+    ``Runner.run``); elsewhere the server answers 501."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    call_id: str = "call_scripted_1"
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A reply made from the request's JSON body when it arrives (e.g. a final answer that cites what
+    a tool returned: the tool's output is in the request's messages)."""
+
+    make: Any  # Callable[[dict], Reply]
+
+
+Reply = Union[Text, HttpError, Hang, Cut, Malformed, Empty, ToolCall, Computed]
 
 
 @dataclass
@@ -439,6 +461,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"Unknown path {path}", "type": "invalid_request_error", "code": None}})
             return
         reply = self.server_state._next(models=False) or Text("OK")
+        if isinstance(reply, Computed):
+            reply = reply.make(body)
         rec.reply = type(reply).__name__
         stream = isinstance(body, dict) and bool(body.get("stream"))
         api = "chat" if path.endswith("chat/completions") else "responses"
@@ -446,6 +470,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if isinstance(reply, HttpError):
                 self._send_error(reply)
+            elif isinstance(reply, ToolCall):
+                self._tool_call(reply, api, stream, model)
             elif stream:
                 getattr(self, f"_stream_{api}")(rec, reply, model, body)
             else:
@@ -470,6 +496,17 @@ class _Handler(BaseHTTPRequestHandler):
         if r.retry_after is not None:
             headers["Retry-After"] = str(r.retry_after)
         self._send_json(r.status, body, headers)
+
+    def _tool_call(self, reply: ToolCall, api: str, stream: bool, model: str) -> None:
+        if api != "chat" or stream:
+            self._send_json(501, {"error": {"message": "scripted tool calls: chat completions, not streamed, only",
+                                            "type": "server_error", "code": None}})
+            return
+        call = {"id": reply.call_id, "type": "function",
+                "function": {"name": reply.name, "arguments": json.dumps(dict(reply.arguments))}}
+        body = _chat_completion("chatcmpl-scripted", model, int(time.time()), "", "tool_calls")
+        body["choices"][0]["message"].update(content=None, tool_calls=[call])
+        self._send_json(200, body)
 
     # -- non-streaming
     def _plain(self, rec: Recorded, reply: Reply, api: str, model: str, body: dict) -> None:
