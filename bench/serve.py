@@ -387,6 +387,8 @@ def add_serve_parser(bsub: argparse._SubParsersAction) -> None:
                    help="`ragcore serve --workers N` (not the transport's overhead: N processes against one in process)")
     b.add_argument("--server-running", type=int, default=None,
                    help="questions the server answers at once (RAGCORE_SERVE_MAX_CONCURRENT; default: the service's own)")
+    b.add_argument("--mcp", action="store_true", help="instead: MCP `search` against `/api/retrieve` for the same "
+                   "questions, paired, one client (bench/serve_mcp.py; results in serve-mcp.md)")
     b.set_defaults(func=_cmd_serve)
 
 
@@ -400,6 +402,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         one_blas_thread()
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
+    if args.mcp:
+        from bench.serve_mcp import run
+
+        return run(args)
     out = bench_serve(args.collection, args.size, args.clients, args.seconds, args.questions, args.results,
                       settings_from_args(args), rounds=args.rounds, data_dir=args.data,
                       server_workers=args.server_workers, server_running=args.server_running)
