@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import DEFAULT_RESULTS, machine, pcts, questions, utc_now, write
-from bench.serve import _collection, _server, cpu_s, wait_ready
+from bench.serve import _collection, _server, cpu_s, notes, wait_ready
 from ragcore.settings.config import RagcoreSettings
 
 ACCEPT = "application/json, text/event-stream"
@@ -106,7 +106,7 @@ def bench_serve_mcp(source_collection: str, size: int, n_questions: int, rounds:
     payload = {"bench": "serve-mcp", "when": utc_now(), "machine": machine(), "load_avg_start": load_start, "chunks": n,
                "questions": len(qs), "rounds": rounds, **out,
                "p50_overhead": round(s["mcp_search"]["p50_ms"] / s["retrieve"]["p50_ms"] - 1, 3), "target": "at most +20%"}
-    write(results_dir, "serve-mcp", payload, summary(payload))
+    write(results_dir, "serve-mcp", payload, summary(payload) + notes(results_dir / "serve-mcp.md"))
     return payload
 
 
