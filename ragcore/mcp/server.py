@@ -3,7 +3,8 @@
 Tools: ``list_collections``, ``search``, ``ask``, ``read`` (read-only) and ``ingest`` (only when
 the server was started with ``--allow-ingest``; additive, never destructive). A session scoped to a
 selection (``selection=``) offers ``ask`` alone: no search, so the agent answers from the passage.
-Resources: ``ragcore://collections``, ``ragcore://{collection}`` (its documents) and
+Resources: ``ragcore://collections``, ``ragcore://{collection}`` (its documents),
+``ragcore://{collection}/{path}`` (a document's first lines) and
 ``ragcore://{collection}/{path}#L10-L20`` (lines of a document, as ``read`` gives them).
 A failed call is an MCP tool error (``isError``) whose text is the reason (``ToolProblem``).
 """
@@ -120,6 +121,11 @@ def _resources(server: MCPServer, tools: RagTools) -> None:
                      description="the collections, as list_collections returns them")
     async def collections() -> str:
         return json_text(await _resource(tools.list_collections()))
+
+    @server.resource("ragcore://{collection}", name="collection", mime_type="application/json",
+                     description="a collection's documents (path, chunks, locator)")
+    async def collection_documents(collection: str) -> str:
+        return json_text(await _resource(tools.documents(collection)))
 
     @server.resource("ragcore://{collection}/{+path}#{lines}", name="document lines", mime_type="application/json",
                      description="lines of a document: ragcore://COLLECTION/PATH#L10-L20 (as read returns them)")

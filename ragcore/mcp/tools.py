@@ -18,7 +18,7 @@ from ragcore.engine.stages import SelectionInput
 from ragcore.mcp.errors import ToolProblem
 from ragcore.mcp.lines import document_lines, line_range, path_problem
 from ragcore.mcp.names import resolve_collection
-from ragcore.mcp.outputs import ask_output, read_output, search_output
+from ragcore.mcp.outputs import ask_output, locator, read_output, search_output
 from ragcore.service.errors import ApiError
 from ragcore.service.limits import Slots
 from ragcore.service.runner import run_blocking, start_question
@@ -56,6 +56,18 @@ class RagTools:
         return {"collections": [{"name": i.name, "documents": i.documents, "chunks": i.chunks,
                                  "corpus_version": i.corpus_version, "built_at": i.built_at, "model": i.embedding_model}
                                 for i in infos]}
+
+    async def documents(self, collection: str) -> dict[str, Any]:
+        """A collection's documents (path, chunk count) with the locator of each one's first line."""
+        name = resolve_collection(collection)
+
+        def work() -> dict[str, Any]:
+            self._exists(name)
+            docs = self.engine.documents(name)
+            return {"collection": name, "documents": [{"path": p, "chunks": n, "locator": locator(name, p, 1, 1)}
+                                                      for p, n in docs]}
+
+        return await self._blocking("list the documents", work)
 
     async def search(self, collection: str, question: str, top_k: int | None = None) -> dict[str, Any]:
         name, q = resolve_collection(collection), _question(question)

@@ -46,6 +46,7 @@ def _check_outputs(out: dict[str, Any]) -> None:
     ev = out["search"]["evidence"]
     assert ev and all(e["id"].startswith("ev-") and e["locator"].startswith("ragcore://guide/") for e in ev)
     assert all(e["score_kind"] in ("cosine", "bm25", "rrf", "weighted") for e in ev)
+    assert out["search"]["cut"] and out["search"]["cut_counts"].get("top_k")  # why the rest was cut
     assert out["read"]["lines"][0]["n"] == ev[0]["start_line"] and out["read"]["id"].startswith("ev-")
     assert ev[0]["id"] in {c["id"] for c in out["read"]["chunks"]}
     ask = out["ask"]
