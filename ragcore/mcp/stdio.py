@@ -32,7 +32,7 @@ def run_stdio(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     slots = Slots(svc.max_concurrent, svc.max_queued, svc.retry_after_s)
     tools = RagTools(engine, slots, svc.deadline_s, allow_ingest=args.allow_ingest, selection=selection)
-    print(f"ragcore mcp on stdio · data in {settings.store_path} · ingest {'on' if args.allow_ingest else 'off'}"
+    print(f"ragcore mcp on stdio · collection {settings.collection} · ingest {'on' if args.allow_ingest else 'off'}"
           f"{' · scoped to a selection (no search)' if selection else ''}", file=sys.stderr)
     try:
         build_server(tools).run("stdio")
