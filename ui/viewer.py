@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ragcore.ingest.read.loaders import LoadError, load_bytes, read_bytes
 from ragcore.engine.engine import Engine
-from ragcore.engine.selection import selection_lines
+from ragcore.engine.selection import document_selection
 from ragcore.types import Chunk, CollectionInfo
 
 
@@ -54,7 +54,7 @@ class SourceView:
         """Lines ``start``..``end`` as a selection: its text and the source line of each text line
         (``SelectionInput.line_numbers``), so the answer's citations name the viewer's own line
         numbers for every kind of source (an HTML page numbers several text lines alike)."""
-        return selection_lines(((r.no, r.text) for r in self.rows_on(page)), start, end)
+        return document_selection(((r.no, r.page, r.text) for r in self.rows), start, end, page if self.pages else None)
 
     def section_of(self, start: int, end: int, page: int | None) -> str:
         for c in self.chunks:
