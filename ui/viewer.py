@@ -116,6 +116,8 @@ VIEWER_CSS = """
 .rc-line.sel{background:#ddf4ff}
 .rc-line.hl{background:#fff1a8}
 .rc-line.hl .rc-no{color:#7d4e00;font-weight:700;border-right:3px solid #d4a72c}
+.rc-line.sel.hl{background:linear-gradient(90deg,#ddf4ff 0 4.5em,#fff1a8 4.5em)}
+.rc-line.sel.hl .rc-txt{box-shadow:inset 3px 0 0 #0969da}
 .rc-gap{color:#8c959f;font-size:11px;padding:1px 0 1px 5.3em;font-style:italic}
 .rc-block .rc-txt{border-left:2px solid #eaeef2}
 .rc-line.q .rc-txt{background:#ffd33d66;box-shadow:inset 3px 0 0 #bf8700}
