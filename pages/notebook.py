@@ -67,8 +67,8 @@ def _delete(cell_id: str) -> None:
 
 def _lab(cell_id: str) -> None:
     cell = state.load_notebook(rt, collection).get(cell_id)
-    if cell is not None:
-        ss["lab_question"] = cell.question
+    if cell is not None:  # a follow-up is searched as the answer read it, not as typed ("How do I turn it on?")
+        ss["lab_question"] = cell.read_as or cell.question
         ss["nb_goto_lab"] = True
 
 

@@ -20,6 +20,8 @@ _ABBREV = {
 # a sentence ends at . ! ? (optionally followed by a closing quote/bracket) before whitespace; not
 # a mark quoted in brackets ("the period (.) character")
 _END = re.compile(r"(?<![(\[])[.!?][\"'”’)\]]*(?=\s)")
+# a parenthesis that ends with its own full stop, the sentence going on in lower case after it
+_INSIDE_BRACKETS = re.compile(r"[.!?][\"'”’]*[)\]][\"'”’)\]]*\s+[a-z]")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
 _WS = re.compile(r"\s+")
 _BLOCK_BREAK = re.compile(
@@ -82,6 +84,8 @@ def _prose_spans(full: str, lo: int, hi: int, spans: list[Span]) -> None:
             word = re.search(r"([A-Za-z.]+)[.!?]$", block[pos : m.start() + 1])
             if word and word.group(1).lower().rstrip(".") in _ABBREV:
                 continue
+            if _INSIDE_BRACKETS.match(block, m.start()):
+                continue  # "(the default is 10 items, which suits most uses.) before the first run": one sentence
             _add(spans, full, lo + bs + pos, lo + bs + end)
             pos = end
         _add(spans, full, lo + bs + pos, lo + be)

@@ -246,8 +246,8 @@ def support_caption(run: Run) -> None:
     """Why the engine answered or abstained: the support score against the bar in force; and, for a
     follow-up, the standalone question it was read as (the previous question's subject carried in)."""
     meta = run.answer.get("metadata") or {}
-    if meta.get("standalone_question"):
-        st.caption(md_inline(f"Read as: “{meta['standalone_question']}”"))
+    if run.read_as:
+        st.caption(md_inline(f"Read as: “{run.read_as}”"))
     sup, bar = meta.get("support"), meta.get("abstain_bar")
     if not sup or not bar:
         return

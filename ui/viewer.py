@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ragcore.ingest.read.loaders import LoadError, load_bytes, read_bytes
 from ragcore.engine.engine import Engine
-from ragcore.engine.selection import selection_lines
+from ragcore.engine.selection import document_selection
 from ragcore.types import Chunk, CollectionInfo
 
 
@@ -54,7 +54,7 @@ class SourceView:
         """Lines ``start``..``end`` as a selection: its text and the source line of each text line
         (``SelectionInput.line_numbers``), so the answer's citations name the viewer's own line
         numbers for every kind of source (an HTML page numbers several text lines alike)."""
-        return selection_lines(((r.no, r.text) for r in self.rows_on(page)), start, end)
+        return document_selection(((r.no, r.page, r.text) for r in self.rows), start, end, page if self.pages else None)
 
     def section_of(self, start: int, end: int, page: int | None) -> str:
         for c in self.chunks:
@@ -116,6 +116,8 @@ VIEWER_CSS = """
 .rc-line.sel{background:#ddf4ff}
 .rc-line.hl{background:#fff1a8}
 .rc-line.hl .rc-no{color:#7d4e00;font-weight:700;border-right:3px solid #d4a72c}
+.rc-line.sel.hl{background:linear-gradient(90deg,#ddf4ff 0 4.5em,#fff1a8 4.5em)}
+.rc-line.sel.hl .rc-txt{box-shadow:inset 3px 0 0 #0969da}
 .rc-gap{color:#8c959f;font-size:11px;padding:1px 0 1px 5.3em;font-style:italic}
 .rc-block .rc-txt{border-left:2px solid #eaeef2}
 .rc-line.q .rc-txt{background:#ffd33d66;box-shadow:inset 3px 0 0 #bf8700}

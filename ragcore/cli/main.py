@@ -6,14 +6,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ragcore.cli.plugins import BENCH_HELP
-from ragcore.cli.common import (
-    UsageError, attach_negative_values, dump_json, read_regular_file, settings_from_args, term_safe,
-)
+from ragcore.cli.common import UsageError, attach_negative_values, dump_json, settings_from_args, term_safe
 from ragcore.settings.config import ConfigError, RagcoreSettings
-from ragcore.safety.redact import looks_like_secret, redact_url
+from ragcore.safety.redact import redact_url
+
+if TYPE_CHECKING:
+    from ragcore.cli.selection_file import Passage
 
 
 def _engine(settings: RagcoreSettings, *, preload: bool = False):
@@ -98,62 +99,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ ask
 
 
-def _read_selection(args: argparse.Namespace) -> tuple[str, str, int] | None:
-    """The selected passage as (text, source, first line), read before anything heavy is
-    imported or loaded, so a bad file or range fails at once."""
+def _read_selection(args: argparse.Namespace) -> "Passage | None":
+    """The selected passage, read before the model loads, so a bad file or range fails at once."""
+    from ragcore.cli.selection_file import Passage, read_selection_file  # loaders: only for a selection
+
     if args.selection:
-        return args.selection, "(selection)", 1
+        return Passage(args.selection, "(selection)", 1)
     if args.selection_file:
-        path, lines, (start, end) = read_selection_file(args.selection_file)
-        return "\n".join(lines[start - 1 : end]), path, start
+        return read_selection_file(args.selection_file, args.selection_page)
+    if args.selection_page is not None:
+        raise UsageError("--selection-page goes with --selection-file")
     return None
-
-
-def read_selection_file(spec: str) -> tuple[str, list[str], tuple[int, int]]:
-    """``FILE[:START-END]`` → (file, its lines, the 1-based inclusive range); UsageError
-    naming the option and the value for a missing, non-regular, oversized or non-UTF-8 file or
-    a bad range. A line that looks like a secret (an API key, a password) is replaced by a
-    note, so it reaches neither the answer nor the evidence."""
-    path, rng = spec, ""
-    if not Path(spec).is_file() and ":" in spec:  # a file name may itself contain ":"
-        path, _, rng = spec.rpartition(":")
-    shown = f"--selection-file={term_safe(spec)}"
-    try:
-        text = read_regular_file(path, shown).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{shown}: the file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                         f"{exc.start}); save it as UTF-8") from None
-    lines = text.splitlines()
-    start, end = _line_range(shown, rng, len(lines))
-    hidden = [i for i in range(start, end + 1) if looks_like_secret(lines[i - 1])]
-    for i in hidden:
-        lines[i - 1] = SECRET_LINE_NOTE
-    if hidden:
-        print(f"note: {shown}: line{'s' if len(hidden) > 1 else ''} {', '.join(map(str, hidden))} "
-              "looked like a secret (a key, token or password) and "
-              f"{'were' if len(hidden) > 1 else 'was'} left out of the selection", file=sys.stderr)
-    return path, lines, (start, end)
-
-
-SECRET_LINE_NOTE = "(a line that looked like a secret was left out here)"
-
-
-def _whole(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
-def _line_range(shown: str, rng: str, n: int) -> tuple[int, int]:
-    if not rng.strip():
-        return 1, max(n, 1)
-    a, dash, b = (part.strip() for part in rng.partition("-"))
-    allowed = (f"the line range must be LINE or START-END, whole numbers from 1 to {n} (the file's last line) "
-               f"with START ≤ END")
-    if not _whole(a) or (dash and not _whole(b)):
-        raise UsageError(f"{shown} is not allowed: {allowed}")
-    start, end = int(a), int(b) if dash else int(a)
-    if not 1 <= start <= end <= n:
-        raise UsageError(f"{shown} is not allowed: {allowed}")
-    return start, end
 
 
 def _snapshot_note(engine, collection: str) -> None:
@@ -177,10 +133,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         engine.encoder.settle()  # never end the process while the model is still loading
 
 
-def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: tuple[str, str, int] | None) -> int:
+def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: "Passage | None") -> int:
     from ragcore.engine.stages import SelectionInput
 
-    selection = SelectionInput(*passage) if passage is not None else None
+    selection = SelectionInput(**vars(passage)) if passage is not None else None
     context = args.context or ("both" if selection is not None else "corpus")
     if context != "selection":
         engine.warm(s.collection)  # open the collection's indexes while the model loads
@@ -374,7 +330,8 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     ask.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")
     ask.add_argument("--path-filter", dest="path_filter", help="only documents whose path matches this glob")
     ask.add_argument("--selection", help="answer only from this passage")
-    ask.add_argument("--selection-file", dest="selection_file", help="FILE[:START-END] lines to answer from")
+    ask.add_argument("--selection-file", dest="selection_file", help="FILE[:START-END] lines to answer from (read as the app's viewer shows them: an HTML page's text, a PDF page's)")
+    ask.add_argument("--selection-page", dest="selection_page", type=int, help="the PDF page whose lines --selection-file names")
     ask.add_argument("--context", "--ask-mode", dest="context", choices=["corpus", "selection", "both"], help="answer from the whole corpus, only the selection, or both (default: corpus, or both with --selection-file)")
     ask.add_argument("--json", action="store_true", help="print the Answer contract as JSON")
     ask.add_argument("--stream", action="store_true", help="print tokens as they come")

@@ -11,6 +11,7 @@ For LlamaIndex code, :meth:`Engine.retriever_for` gives the collection's ``BaseR
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -113,8 +114,7 @@ class Engine:
         with self.store.session():
             report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self._ingest_encoder(name, s),
                             settings=s, prune=prune, progress=progress, chunk_progress=chunk_progress)
-            self._after_write(name, s, calibrate)
-        return report
+            return self._after_write(name, s, calibrate, report, progress, len(files))
 
     def ingest_uploads(
         self, files: Sequence[tuple[str, bytes]], collection: str | None = None, *, progress: Progress | None = None,
@@ -128,8 +128,7 @@ class Engine:
         with self.store.session():
             report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store,
                             encoder=self._ingest_encoder(name, s), settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
-            self._after_write(name, s, calibrate)
-        return report
+            return self._after_write(name, s, calibrate, report, progress, len(sources))
 
     def _ingest_encoder(self, name: str, s: RagcoreSettings) -> CachingEncoder:
         """``s.embed_model`` for a new collection, the collection's own model for an existing one
@@ -137,10 +136,19 @@ class Engine:
         meta = self.store.read_meta(name) if self.store.exists(name) else {}
         return ingest_encoder(self.encoders, name, meta, s)
 
-    def _after_write(self, name: str, s: RagcoreSettings, calibrate: bool) -> None:
+    def _after_write(
+        self, name: str, s: RagcoreSettings, calibrate: bool, report: IngestReport, progress: Progress | None,
+        files: int,
+    ) -> IngestReport:
+        """Calibrate, as a named step, and report the ingest's whole time: the report's ``seconds`` left
+        the calibration out (5,206 s reported for ~5,552 s seen on a 772-page corpus)."""
+        started = time.perf_counter()
         self.retriever.invalidate(name)
         if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
+            if progress:
+                progress(files, files, "calibrating the abstain bar")
             ensure_auto_calibration(self, name, s)
+        return replace(report, seconds=report.seconds + time.perf_counter() - started)
 
     def drop(self, collection: str) -> None:
         """Delete a collection and its metadata (the next ingest starts from scratch)."""

@@ -21,12 +21,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ragcore.abstain.coverage import subjects
+from ragcore.engine import anaphora
 from ragcore.encoders.sparse import STOPWORDS
 
-MAX_FOLLOWUP_WORDS = 10
 MAX_CARRIED = 4  # words carried when the previous question names no subject
-_OPENER = re.compile(r"^\s*(?:and|or|but|also|so|then|what about|how about|and what about|same for|what if)\b", re.I)
-_ANAPHORA = re.compile(r"\b(?:it|its|it's|this|that|these|those|they|them|their|there|one|ones|he|she|such|same)\b", re.I)
 _REPLACEABLE = re.compile(r"\b(it|them)\b(?!['’])", re.I)
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 # words that ask rather than name: carried, they would steer retrieval towards any how-to page
@@ -47,11 +45,8 @@ class Resolved:
 
 
 def is_followup(question: str) -> bool:
-    """Short, and leaning on something said before."""
-    words = question.split()
-    if not words or len(words) > MAX_FOLLOWUP_WORDS:
-        return False
-    return bool(_OPENER.search(question) or _ANAPHORA.search(question))
+    """Short, and leaning on something said before (anaphora.py says when)."""
+    return anaphora.is_followup(question, _QUESTION_WORDS, key_terms)
 
 
 def key_terms(text: str) -> list[str]:

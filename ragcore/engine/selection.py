@@ -90,3 +90,17 @@ def source_line(sel: Any, offset: int) -> int:
     i = line_of_offset(sel.text, offset)
     numbers = getattr(sel, "line_numbers", ())
     return numbers[min(i, len(numbers) - 1)] if numbers else sel.start_line + i
+
+
+
+def document_selection(lines: Iterable[tuple[int, int | None, str]], start: int, end: int,
+                       page: int | None = None) -> tuple[str, tuple[int, ...]]:
+    """Source lines ``start``..``end`` (of ``page`` for a PDF) of a document read by the ingest's own
+    loader — (line number, page, text) of each ``LoadedDocument.lines`` — as a selection's text and
+    ``line_numbers``.
+
+    Every entry point maps a file's lines this one way: the app's viewer, ``ragcore ask
+    --selection-file`` and the Python API (``SelectionInput``). ``--selection-file page.html:420-426``
+    used to hand the engine the HTML source of those lines, tags and all, and so abstained where the
+    viewer, which showed the same lines as text, answered."""
+    return selection_lines(((no, text) for no, pg, text in lines if pg == page), start, end)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragcore.cli.common import UsageError
 from ragcore.cli.main import main
 
 KEY_LINE = "OPENAI_API_KEY=sk-proj-Zq81LmN0pQ7rStUvWx42yZaB"
@@ -136,3 +137,61 @@ def test_the_python_api_refuses_a_long_name_with_a_message(make_engine, tmp_path
     with pytest.raises(StoreError, match=r"\(300 characters\) is not allowed"):
         engine.ingest([tmp_path / "c"], "a" * 300, calibrate=False)
     assert engine.collections() == []
+
+
+# --------------------------------------------------------------------------- --selection-file of a page (issue 42, item 3)
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>Config</title><style>p { color: red }</style></head>
+<body>
+<nav><a href="/">Home</a></nav>
+<h1>Configuration</h1>
+<p>The <code>MAX_CONTENT_LENGTH</code> setting limits the request body.
+If not set, the body is read in full.</p>
+<p>Default: <b>None</b></p>
+</body></html>
+"""
+
+
+def test_a_selection_of_html_lines_is_the_text_the_viewer_shows(tmp_path: Path) -> None:
+    """``page.html:6-8`` is handed to the engine as the page's text with the source line numbers, not as
+    markup: the same mapping as the app's viewer (ragcore.engine.selection.document_selection)."""
+    from ragcore.cli.selection_file import read_selection_file
+    from ragcore.ingest.read.loaders import load_bytes
+    from ragcore.engine.selection import document_selection
+
+    page = tmp_path / "config.html"
+    page.write_text(PAGE, encoding="utf-8")
+    passage = read_selection_file(f"{page}:6-8")
+    assert "<" not in passage.text and "MAX_CONTENT_LENGTH setting limits the request body" in passage.text
+    assert "Default: None" in passage.text
+    assert set(passage.line_numbers) <= {6, 7, 8} and passage.start_line == 6
+    doc = load_bytes(PAGE.encode(), "config.html")  # what the viewer's rows are made of
+    assert (passage.text, passage.line_numbers) == document_selection(
+        [(ln.no, ln.page, ln.text) for ln in doc.lines], 6, 8)
+
+
+def test_markup_only_lines_are_refused_with_a_reason(tmp_path: Path) -> None:
+    from ragcore.cli.selection_file import read_selection_file
+
+    page = tmp_path / "config.html"
+    page.write_text(PAGE, encoding="utf-8")
+    with pytest.raises(UsageError, match="hold no text"):
+        read_selection_file(f"{page}:2-2")
+
+
+def test_a_pdf_selection_names_its_page(tmp_path: Path) -> None:
+    from reportlab.pdfgen import canvas
+
+    from ragcore.cli.selection_file import read_selection_file
+
+    pdf = tmp_path / "a.pdf"
+    c = canvas.Canvas(str(pdf))
+    for page_text in ("The first page says hello.", "The second page sets the timeout to 30 seconds."):
+        c.drawString(72, 720, page_text)
+        c.showPage()
+    c.save()
+    with pytest.raises(UsageError, match="--selection-page"):
+        read_selection_file(f"{pdf}:1-1")
+    passage = read_selection_file(f"{pdf}:1-1", page=2)
+    assert "timeout to 30 seconds" in passage.text and passage.page == 2

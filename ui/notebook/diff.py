@@ -49,14 +49,28 @@ class RunDiff:
         for name, items in (("added", self.added), ("dropped", self.dropped), ("moved", self.moved), ("rescored", self.rescored)):
             if items:
                 parts.append(f"{len(items)} evidence {name}")
-        if self.config_changes:
-            parts.append(f"{len(self.config_changes)} setting{'s' if len(self.config_changes) != 1 else ''} changed")
+        if self.config_changes:  # named: "3 settings changed" told nobody that only top-K had moved
+            named = ", ".join(f"{k} {_short(a)} → {_short(b)}" for k, a, b in self.config_changes[:SUMMARY_SETTINGS])
+            more = len(self.config_changes) - SUMMARY_SETTINGS
+            parts.append(f"{'setting' if len(self.config_changes) == 1 else 'settings'} changed: {named}"
+                         + (f" and {more} more" if more > 0 else ""))
         return "; ".join(parts)
 
 
 # a sentence ends at . ! or ? and the citation markers right after it: "… threshold. [1] Next" splits
 # after "[1]", so a marker stays with the sentence it cites
 _SENT_END = re.compile(r"[.!?](?:\s*\[[\d,\s\u2013-]{1,40}\])*(?=\s|$)")
+SUMMARY_SETTINGS = 3  # settings named in the one-line summary; the table below lists them all
+# what a re-run compares as its configuration: the settings it ran with and the corpus it read. The rest of
+# the metadata (support, packing, notes) is the answer's outcome, not a setting the user changed.
+_SETTING_KEYS = ("config.", "corpus_version", "generator", "context", "collection")
+
+
+def _short(value: Any) -> str:
+    text = "–" if value is None else str(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
 _IGNORED_KEYS = {"request_id", "config.data_dir", "latency_ms", "chunks_retrieved", "chunks_used", "best_support", "support",
                  "candidates_trimmed", "packing"}
 
@@ -124,6 +138,8 @@ def diff_runs(old: Run, new: Run) -> RunDiff:
     changes = []
     for key in sorted(set(ma) | set(mb)):
         if key in _IGNORED_KEYS or key.startswith("latency_ms.") or key.split(".")[0] in _IGNORED_KEYS:
+            continue
+        if not key.startswith(_SETTING_KEYS):
             continue
         if ma.get(key) != mb.get(key):
             changes.append((key.removeprefix("config."), ma.get(key), mb.get(key)))

@@ -108,6 +108,8 @@ def export_markdown(nb: Notebook) -> str:
         run = c.current
         assert run is not None
         lines += [f"## {i}. {_md_neutral(c.question)}", ""]
+        if run.read_as:  # a follow-up: what the answer was searched as
+            lines += [f"*Read as:* “{_md_neutral(run.read_as)}”", ""]
         lines += [f"*Status:* **{run.outcome}** · {_stamp_line(run)}", ""]
         if c.selection:
             lines += [f"*Selection:* `{c.selection.get('source') or '(pasted text)'}` from line {c.selection.get('start_line', 1)}", ""]
@@ -157,6 +159,8 @@ def export_html(nb: Notebook) -> str:
         run = c.current
         assert run is not None
         out.append(f'<section id="cell-{e(c.id)}"><h2>{i}. {e(c.question)}</h2>')
+        if run.read_as:  # a follow-up: what the answer was searched as
+            out.append(f'<p class="stamp">Read as: “{e(run.read_as)}”</p>')
         out.append("<p>" + "".join(f'<span class="badge {e(sev)}">{e(label)}</span>' for label, sev in badges(run)) + "</p>")
         out.append(f'<p class="stamp">{e(_stamp_line(run))}</p>')
         answer_html = _html_answer(run.text.strip(), c.id, {int(cit["n"]) for cit in run.citations})

@@ -102,6 +102,12 @@ class Run:
     def metadata(self) -> dict[str, Any]:
         return dict(self.answer.get("metadata") or {})
 
+    @property
+    def read_as(self) -> str | None:
+        """The standalone question a follow-up was answered as, or None when it was read as typed."""
+        value = self.metadata.get("standalone_question")
+        return str(value) if value else None
+
     def to_dict(self) -> dict[str, Any]:
         out = {"outcome": self.outcome, "ran_at": self.ran_at, "answer": self.answer}
         return out if self.passages is None else {**out, "passages": self.passages}
@@ -127,6 +133,11 @@ class Cell:
     @property
     def current(self) -> Run | None:
         return self.runs[-1] if self.runs else None
+
+    @property
+    def read_as(self) -> str | None:
+        """What the latest answer searched for: the follow-up made standalone, else None."""
+        return self.current.read_as if self.current else None
 
     @property
     def previous(self) -> Run | None:

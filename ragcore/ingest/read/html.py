@@ -46,6 +46,7 @@ from ragcore.ingest.read.html_model import (  # noqa: F401
     _Record,
     MAX_DEPTH, MAX_TITLE_CHARS, _BLOCKS, _CLOSES_P, _DL_GLUE, _DL_INDENT, _Dl, _HEADINGS, _Heading, _IMPLIED, _LISTS, _List, _MAIN_IDS, _NO_TITLE, _Open, _P, _P_SCOPE, _VOID, _attr, _int, _is_chrome,
 )
+from ragcore.ingest.read.html_chrome import drop_leading_chrome
 from ragcore.types import SourceLine
 
 __all__ = ["extract_html"]
@@ -69,6 +70,7 @@ class _Extractor(HTMLParser):
         self.line_no = 0
         self.parts: list[str] = []
         self.line_pre = False
+        self.link_chars = 0  # of the line being assembled, the characters inside <a> (html_chrome.py)
         # The heading being read: its text, and the first record it produced.
         self.heading_open: _Open | None = None
         self.heading_parts: list[str] = []
@@ -98,7 +100,7 @@ class _Extractor(HTMLParser):
         text = text.rstrip() if self.line_pre else " ".join(text.split())
         if text:
             text = self._list_prefix() + text
-            self.records.append([self.line_no, text, self.section, self.anchor, self.main > 0])
+            self.records.append([self.line_no, text, self.section, self.anchor, self.main > 0, self.link_chars])
             self.glue = False
             dl = self.dls[-1] if self.dls else None
             if dl is not None and dl.in_dd and dl.state == "rest":
@@ -138,7 +140,7 @@ class _Extractor(HTMLParser):
         if dl is not None and dl.state == "def":
             dl.state = "rest"  # the definition's first paragraph ends here
         if self.records and self.records[-1][1]:
-            self.records.append([no, "", self.section, self.anchor, self.main > 0])
+            self.records.append([no, "", self.section, self.anchor, self.main > 0, 0])
 
     def _break(self, force: bool = False) -> None:
         """A block boundary: finish the current line and mark a paragraph break."""
@@ -181,6 +183,8 @@ class _Extractor(HTMLParser):
                 self.parts.append(" | ")
                 self.pending_sep = False
             self.parts.append(seg)
+            if self.open_tags.get("a"):
+                self.link_chars += len(seg.strip())
             if seg and not seg.isspace():
                 self.row_has_text = True
             if self.heading_open is not None:
@@ -468,8 +472,10 @@ class _Extractor(HTMLParser):
         records = self.records
         if any(r[4] and r[1] for r in records):
             records = [r for r in records if r[4]]
+        else:  # no main content marked: a link-dense banner and menu before the first heading is chrome
+            records = drop_leading_chrome(records)
         lines: list[SourceLine] = []
-        for no, text, section, anchor, _ in records:
+        for no, text, section, anchor, _, _ in records:
             if not text and (not lines or not lines[-1].text):
                 continue  # no leading or doubled paragraph breaks
             lines.append(SourceLine(no=no, text=text, section=section, anchor=anchor))
