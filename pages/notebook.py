@@ -45,8 +45,8 @@ def _follow_link() -> tuple[Cell | None, str | None]:
 
 
 link_cell, link_ask = _follow_link()
-if link_ask and not pending:
-    pending = {"kind": "new", "question": link_ask}
+if link_ask and not pending:  # a link carries a question, never a passage: it asks the corpus
+    pending = {"kind": "new", "question": link_ask, "context": "corpus"}
 if link_cell is not None:
     ss["nb_selected_cell"] = link_cell.id
 stale = rt.staleness(collection)
@@ -161,6 +161,7 @@ def live() -> None:
     s = state.settings()
     context: str = ss["cfg_context"]
     if pending_here and pending_here["kind"] == "new":
+        context = pending_here.get("context") or context
         _answer_new(pending_here["question"], context, len(cur.cells) + 1, s, recent_turns(cur.cells))
     _question_box()
 

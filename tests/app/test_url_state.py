@@ -116,3 +116,15 @@ def test_the_scroll_css_takes_only_a_cell_id():
     assert ".st-key-cell_abc123_sel{" in scroll_to_cell_css("abc123")
     with pytest.raises(ValueError):
         scroll_to_cell_css("x}</style><script>alert(1)</script>")
+
+
+def test_a_link_question_asks_the_corpus_whatever_mode_the_session_is_in(app_env):
+    """Issue 42, item 7: a ``?q=`` link for a corpus question opened a selection-mode cell."""
+    at = new_app()
+    at.session_state["cfg_context"] = "selection"
+    at.session_state["nb_passage"] = "A pasted passage about something else entirely, long enough to be a selection."
+    at.query_params.update({"q": QUESTION})
+    at.run()
+    ok(at)
+    cells = _cells(app_env)
+    assert [(c["question"], c.get("context_mode")) for c in cells][-1] == (QUESTION, "corpus")
