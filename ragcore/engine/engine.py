@@ -35,9 +35,13 @@ from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.retrieval.passage_seats import EVIDENCE_SEATS
 from ragcore.settings.config import RagcoreSettings
-from ragcore.storage.schema import check_collection_name
+from ragcore.storage.schema import StoreError, check_collection_name
 from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
+
+# a listing waits this long for a collection that another process holds (then lists it as busy), not
+# the writer's full wait: /v1/models answers while an ingest elsewhere builds a new collection
+LIST_WAIT_S = 2.0
 
 if TYPE_CHECKING:
     from ragcore.llamaindex.retriever import HybridRetriever
@@ -148,19 +152,31 @@ class Engine:
         self.retriever.invalidate(collection)
         self.topics.invalidate(collection)
 
-    def repair_snapshots(self, collection: str | None = None) -> list[str]:
+    def repair_snapshots(self, collection: str | None = None, failed: dict[str, str] | None = None) -> list[str]:
         """The explicit repair step: rewrite the query snapshot of ``collection`` (else of every
         collection) that is missing, stale (a writer died) or damaged, from Qdrant. A writer's step:
         it waits for another writer's lock. Returns the collections whose snapshot was rewritten.
-        Reads never do this themselves; they answer from Qdrant until a writer or this step has run."""
+        Reads never do this themselves; they answer from Qdrant until a writer or this step has run.
+        ``failed``: collect what could not be repaired (damaged in the store: name -> what to run)
+        instead of raising, so one damaged collection does not stop the others' repair."""
         names = [collection] if collection else self.store.collection_names()
-        done = [n for n in names if self.store.refresh_snapshot(n)]
-        for n in done:
-            self.retriever.invalidate(n)
+        done = []
+        for n in names:
+            try:
+                if self.store.refresh_snapshot(n):
+                    done.append(n)
+                    self.retriever.invalidate(n)
+            except StoreError as exc:  # damage in one collection: its snapshot is left as it was
+                if failed is None:
+                    raise
+                failed[n] = str(exc)
         return done
 
     def collections(self) -> list[CollectionInfo]:
-        return [self.store.info(n) for n in self.store.collection_names()]
+        """Every collection with its stats. A damaged one (or one another process is building) is listed
+        with its ``problem`` and never hides the others: the listing, /api/collections and /v1/models
+        keep working (Store.info)."""
+        return [self.store.info(n, wait_s=LIST_WAIT_S) for n in self.store.collection_names()]
 
     def documents(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(path, chunk count) of every document in a collection."""

@@ -9,19 +9,69 @@ store between processes (a Qdrant server).
 from __future__ import annotations
 
 import fcntl
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ragcore.storage.schema import StoreError
 
 # a process that needs embedded Qdrant itself (a second writer) waits this long for the folder lock
 LOCK_WAIT_S = 15.0
-LOCK_POLL_S = 0.1
+LOCK_POLL_S = 0.05
+WRITER_FILE = ".writer-waiting"  # beside .lock: held (shared) by every writer waiting for the store
+
+_limit = threading.local()  # a shorter wait for this thread (waiting_at_most)
 
 
 def deadline() -> float:
     """When a wait that starts now gives up (read at call time, so a test can shorten it)."""
-    return time.monotonic() + LOCK_WAIT_S
+    return time.monotonic() + min(LOCK_WAIT_S, getattr(_limit, "seconds", LOCK_WAIT_S))
+
+
+@contextmanager
+def waiting_at_most(seconds: float) -> Iterator[None]:
+    """Waits for the store in this thread give up after ``seconds`` (a listing does not wait out an ingest)."""
+    before = getattr(_limit, "seconds", LOCK_WAIT_S)
+    _limit.seconds = min(before, seconds)
+    try:
+        yield
+    finally:
+        _limit.seconds = before
+
+
+@contextmanager
+def writer_waiting(path: Path) -> Iterator[None]:
+    """Say, while a writer waits for the store, that readers should let it in first: a reader that
+    opens the store for a moment, again and again, would otherwise win the lock every time."""
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / WRITER_FILE, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def writers_waiting(path: Path) -> bool:
+    """Whether a writer (of any process, this one included) waits for the store."""
+    f_path = path / WRITER_FILE
+    if not f_path.exists():
+        return False
+    with open(f_path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
+def let_writers_in(path: Path, until: float) -> None:
+    """A reader about to open the store waits (bounded) while a writer waits for it."""
+    while writers_waiting(path) and time.monotonic() < until:
+        time.sleep(LOCK_POLL_S)
 
 
 def folder_locked(path: Path) -> bool:
