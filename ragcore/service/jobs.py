@@ -10,6 +10,11 @@ With several workers (``ragcore serve --workers N``) a request may reach a worke
 one running the job, so a job's state is also written to ``<data dir>/serve-jobs/<id>.json``
 (at most twice a second) and a cancel that reaches another worker leaves ``<id>.cancel`` beside
 it, which the running job's progress callback looks for.
+
+A saved job names the process running it (pid and start time). A job read back as queued or running
+whose process is gone (the server was killed, or stopped before the job ended) is ``interrupted``:
+the reply says so, with how far it got, that what it wrote is kept and how to complete the
+collection, and the file is rewritten so it stays said.
 """
 
 from __future__ import annotations
@@ -31,6 +36,50 @@ from ragcore.engine.collections_admin import Cancelled
 from ragcore.types import IngestReport
 
 _ID = re.compile(r"job-\d+-[0-9a-f]{8}")
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (clock ticks since boot, /proc): a pid reused by a later process differs."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+OWNER = {"pid": os.getpid(), "start": _start_time(os.getpid())}  # this process, as its saved jobs name it
+
+
+def _alive(owner: Any) -> bool:
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return True  # saved before owners were recorded: nothing to judge by
+    if owner.get("start") is not None:
+        return _start_time(owner["pid"]) == owner["start"]
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _settle(state: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A saved job left queued or running by a process that is gone: interrupted, said and saved."""
+    if state.get("state") not in ("queued", "running") or _alive(state.get("owner")):
+        return state
+    p = state.get("progress") or {}
+    was = state["state"]
+    state = {**state, "state": "interrupted", "finished": state.get("finished") or time.time(), "error": (
+        f"interrupted: the server process running this job stopped while it was {was}, after {p.get('done', 0)} of "
+        f"{p.get('total', state.get('files', 0))} files. What it wrote is kept; upload the files again to "
+        "complete the collection (files already in it are skipped).")}
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # said in the reply all the same
+    return state
 IngestFn = Callable[[list[tuple[str, bytes]], str, Callable[[int, int, str], None]], IngestReport]
 
 
@@ -40,7 +89,7 @@ class Job:
     collection: str
     files: int
     bytes: int
-    state: str = "queued"  # queued | running | done | failed | cancelled
+    state: str = "queued"  # queued | running | done | failed | cancelled | interrupted (its process died)
     done: int = 0
     total: int = 0
     current: str = ""
@@ -78,7 +127,7 @@ class Job:
                 "bytes": self.bytes, "progress": {"done": self.done, "total": self.total or self.files,
                                                    "current": self.current},
                 "created": self.created, "started": self.started, "finished": self.finished,
-                "report": self.report, "error": self.error}
+                "report": self.report, "error": self.error, "owner": OWNER}
 
 
 class Jobs:
@@ -117,9 +166,10 @@ class Jobs:
         if path is None or not path.is_file():
             return None
         try:
-            return json.loads(path.read_text())
+            state = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
+        return _settle(state, path) if isinstance(state, dict) else None
 
     def cancel(self, job_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ragcore.storage.backend import CopyProgress, StoreBackend
-from ragcore.storage.locking import LOCK_POLL_S, deadline, folder_locked, let_writers_in, writer_waiting, writers_waiting
+from ragcore.storage.locking import LOCK_POLL_S, as_reader, deadline, folder_locked, let_writers_in, writer_waiting, writers_waiting
 
 
 class Connection:
@@ -53,8 +53,9 @@ class Connection:
         if self._writing > 0:  # readers of other processes let this writer in
             with writer_waiting(self.backend.path):
                 return self.backend.open(self._progress)
-        let_writers_in(self.backend.path, deadline())
-        return self.backend.open(self._progress)
+        with as_reader():  # a reader waits out an ingest elsewhere (bounded), after letting waiting writers in
+            let_writers_in(self.backend.path, deadline())
+            return self.backend.open(self._progress)
 
     def _yield_to_writers(self) -> None:
         """Before a new read (not nested in this thread): while this process holds the store and a

@@ -285,7 +285,7 @@ class Store:
         meta: dict[str, Any] = {}
         chunks, problem = 0, None
         try:
-            with locking.waiting_at_most(wait_s if wait_s is not None else locking.LOCK_WAIT_S):
+            with locking.waiting_at_most(wait_s if wait_s is not None else float("inf")):
                 meta = self.read_meta(name)
                 chunks = self.count(name)
         except StoreError as exc:
