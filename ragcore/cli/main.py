@@ -268,7 +268,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
             print(f"rewrote the query snapshot of {term_safe(name)} from the store", file=sys.stderr)
         for name, why in failed.items():  # damage is never copied into a snapshot: the listing says what to run
             print(f"could not repair {term_safe(name)}: {term_safe(why)}", file=sys.stderr)
-    infos = engine.collections()  # a damaged collection is listed with its problem; the others as usual
+    # a damaged collection is listed with its problem, the others as usual; a command waits out a writer
+    infos = engine.collections(wait_s=None)
     bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
     if args.json:
         from ragcore.types import to_jsonable
@@ -319,7 +320,7 @@ def collection_state(info) -> str:
     """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version) ·
     damaged (its files in the store cannot be read: ``info.problem`` says what to run) · busy."""
     if info.problem:
-        return "damaged" if "damaged" in info.problem else "busy"
+        return "busy" if "in use by another process" in info.problem else "damaged"
     if info.corpus_version is None:
         return "incomplete"
     return "empty" if info.chunks == 0 else "ready"

@@ -172,11 +172,11 @@ class Engine:
                 failed[n] = str(exc)
         return done
 
-    def collections(self) -> list[CollectionInfo]:
-        """Every collection with its stats. A damaged one (or one another process is building) is listed
-        with its ``problem`` and never hides the others: the listing, /api/collections and /v1/models
-        keep working (Store.info)."""
-        return [self.store.info(n, wait_s=LIST_WAIT_S) for n in self.store.collection_names()]
+    def collections(self, wait_s: float | None = LIST_WAIT_S) -> list[CollectionInfo]:
+        """Every collection with its stats. A damaged one (or, past ``wait_s``, one without a snapshot while
+        another process holds the store; None: a reader's full wait) is listed with its ``problem`` and
+        never hides the others: the listing, /api/collections and /v1/models keep working (Store.info)."""
+        return [self.store.info(n, wait_s=wait_s) for n in self.store.collection_names()]
 
     def documents(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(path, chunk count) of every document in a collection."""

@@ -57,7 +57,7 @@ MANIFEST = "manifest.json"
 DIMENSION = 384  # the bundled MiniLM's width; a collection built with another model records its own (width_of)
 FULL_CHECK_MAX = 5_000_000  # postings: up to this many, every row index is checked on open (O(1) reads above)
 # a version up to this size is checked whole when a process first loads it (~0.1 s); above, by verify()
-VERIFY_MAX_BYTES = 128 * 1024 * 1024
+VERIFY_MAX_BYTES = 64 * 1024 * 1024
 
 
 class SnapshotError(Exception):

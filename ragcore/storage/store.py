@@ -34,6 +34,7 @@ from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.backend import CopyProgress, backend_for
 from ragcore.storage.connection import Connection
 from ragcore.storage import locking
+from ragcore.storage.damage import damaged
 from ragcore.storage.headings import HeadingStore
 from ragcore.storage.locking import folder_locked  # noqa: F401 (re-exported: tests and tools check the lock by it)
 from ragcore.storage.publisher import Publisher
@@ -291,6 +292,9 @@ class Store:
         except StoreError as exc:
             meta = meta or dict(self._manifest_meta(name) or {})
             problem = str(exc)
+        except Exception as exc:  # noqa: BLE001 - whatever else fails here stays this collection's problem
+            meta = meta or dict(self._manifest_meta(name) or {})
+            problem = str(damaged(name, exc, self.path, meta.get("root")))
         return CollectionInfo(
             name=name, documents=int(meta.get("documents", 0)), chunks=chunks,
             corpus_version=meta.get("corpus_version"), built_at=meta.get("built_at"), root=meta.get("root"),
