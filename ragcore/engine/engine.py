@@ -113,9 +113,10 @@ class Engine:
         root, files = discover([Path(p) for p in paths])
         if rebuild and self.store.exists(name):
             self.drop(name)
+        encoder = self._loaded_encoder(name, s)
         # one write session: embedded Qdrant is opened (and its folder locked) once, and released after
         with self.store.session():
-            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self._ingest_encoder(name, s),
+            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=encoder,
                             settings=s, prune=prune, progress=progress, chunk_progress=chunk_progress)
             self._after_write(name, s, calibrate)
         return report
@@ -129,9 +130,10 @@ class Engine:
         name = collection or s.collection
         check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
+        encoder = self._loaded_encoder(name, s)
         with self.store.session():
             report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store,
-                            encoder=self._ingest_encoder(name, s), settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
+                            encoder=encoder, settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
             self._after_write(name, s, calibrate)
         return report
 
@@ -140,6 +142,14 @@ class Engine:
         (ModelMismatch when they differ: registry.ingest_encoder)."""
         meta = self.store.read_meta(name) if self.store.exists(name) else {}
         return ingest_encoder(self.encoders, name, meta, s)
+
+    def _loaded_encoder(self, name: str, s: RagcoreSettings) -> CachingEncoder:
+        """The ingest's encoder with its model loaded before the write session: the store stays free for
+        readers of other processes while the model loads (seconds; far more on a busy machine)."""
+        encoder = self._ingest_encoder(name, s)
+        encoder.load_in_background()
+        encoder.settle()
+        return encoder
 
     def _after_write(self, name: str, s: RagcoreSettings, calibrate: bool) -> None:
         self.retriever.invalidate(name)

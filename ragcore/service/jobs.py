@@ -46,7 +46,15 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
-OWNER = {"pid": os.getpid(), "start": _start_time(os.getpid())}  # this process, as its saved jobs name it
+_owners: dict[int, dict[str, Any]] = {}
+
+
+def _owner() -> dict[str, Any]:
+    """This process, as its saved jobs name it (per pid: a forked worker is a process of its own)."""
+    pid = os.getpid()
+    if pid not in _owners:
+        _owners[pid] = {"pid": pid, "start": _start_time(pid)}
+    return _owners[pid]
 
 
 def _alive(owner: Any) -> bool:
@@ -119,7 +127,7 @@ class Job:
             return
         self._saved = time.monotonic()
         tmp = self.folder / f".{self.id}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(self.public()))
+        tmp.write_text(json.dumps({**self.public(), "owner": _owner()}))  # the owner stays on disk, not in replies
         os.replace(tmp, self.folder / f"{self.id}.json")
 
     def public(self) -> dict[str, Any]:
@@ -127,7 +135,7 @@ class Job:
                 "bytes": self.bytes, "progress": {"done": self.done, "total": self.total or self.files,
                                                    "current": self.current},
                 "created": self.created, "started": self.started, "finished": self.finished,
-                "report": self.report, "error": self.error, "owner": OWNER}
+                "report": self.report, "error": self.error}
 
 
 class Jobs:
@@ -169,7 +177,9 @@ class Jobs:
             state = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
-        return _settle(state, path) if isinstance(state, dict) else None
+        if not isinstance(state, dict):
+            return None
+        return {k: v for k, v in _settle(state, path).items() if k != "owner"}
 
     def cancel(self, job_id: str) -> dict[str, Any] | None:
         with self._lock:

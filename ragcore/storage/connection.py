@@ -19,7 +19,9 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ragcore.storage.backend import CopyProgress, StoreBackend
-from ragcore.storage.locking import LOCK_POLL_S, as_reader, deadline, folder_locked, let_writers_in, writer_waiting, writers_waiting
+from ragcore.storage.locking import (
+    LOCK_POLL_S, as_reader, deadline, folder_locked, let_writers_in, writer_waiting, writers_waiting,
+)
 
 
 class Connection:
