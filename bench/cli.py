@@ -567,6 +567,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.browser import add_browser_parser
 
     add_browser_parser(bsub)  # `bench browser` (Enter → answer in headless chromium)
+    from bench.stress_store import add_stress_parser
+
+    add_stress_parser(bsub)  # `bench stress` (2 servers + CLI readers + a writer on one store, errors counted)
 
 
 def _cmd_dims(args: argparse.Namespace) -> int:

@@ -165,6 +165,9 @@ class CollectionInfo:
     root: str | None
     embedding_model: str | None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    incomplete: bool = False  # an ingest did not finish (cancelled or killed): answers say so
+    snapshot: str | None = None  # its query snapshot: ok | missing | stale | damaged (None: none kept, a server)
+    problem: str | None = None  # what cannot be read of it (damaged files, a busy store) and what to run
 
 
 # --------------------------------------------------------------------------- retrieval

@@ -219,9 +219,13 @@ def cmd_collections(args: argparse.Namespace) -> int:
     engine = _engine(s)
     _copy_old_store(engine)
     if args.repair:  # the explicit repair step: reads never rewrite a snapshot themselves
-        for name in engine.repair_snapshots():
+        failed: dict[str, str] = {}
+        for name in engine.repair_snapshots(failed=failed):
             print(f"rewrote the query snapshot of {term_safe(name)} from the store", file=sys.stderr)
-    infos = engine.collections()
+        for name, why in failed.items():  # damage is never copied into a snapshot: the listing says what to run
+            print(f"could not repair {term_safe(name)}: {term_safe(why)}", file=sys.stderr)
+    # a damaged collection is listed with its problem, the others as usual; a command waits out a writer
+    infos = engine.collections(wait_s=None)
     bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
     if args.json:
         from ragcore.types import to_jsonable
@@ -239,9 +243,12 @@ def cmd_collections(args: argparse.Namespace) -> int:
               f"{term_safe(i.built_at or '-')}")
         print(f"{'':<20} embedding model {term_safe(_model_label(engine, i.name))}")
         print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
-        if collection_state(i) != "ready":
-            print(f"{'':<20} {STATE_NOTES[collection_state(i)]}")
-    return 0
+        if i.snapshot not in (None, "ok"):
+            print(f"{'':<20} query snapshot {SNAPSHOT_NOTES.get(i.snapshot, i.snapshot)}")
+        state = collection_state(i)
+        if state != "ready":
+            print(f"{'':<20} {term_safe(i.problem) if i.problem else STATE_NOTES[state]}")
+    return 0  # the listing worked, damaged collections included (each says what recovers it)
 
 
 def _model_label(engine, name: str) -> str:
@@ -251,6 +258,14 @@ def _model_label(engine, name: str) -> str:
     return (record_of(engine.store.read_meta(name)) or MINILM_RECORD).label
 
 
+SNAPSHOT_NOTES = {
+    "missing": "missing: questions read the store itself (slower); `ragcore collections --repair` writes it",
+    "stale": "stale: the store changed since (a writer at work, or one that died); `ragcore collections --repair` "
+             "rewrites it",
+    "damaged": "damaged: its files fail their checks, so questions read the store itself; `ragcore collections "
+               "--repair` rewrites it",
+}
+
 STATE_NOTES = {
     "empty": "empty: the last ingest found no supported files (nothing to answer from)",
     "incomplete": "incomplete: an ingest did not finish; run it again (other collections are unaffected)",
@@ -258,7 +273,10 @@ STATE_NOTES = {
 
 
 def collection_state(info) -> str:
-    """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version)."""
+    """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version) ·
+    damaged (its files in the store cannot be read: ``info.problem`` says what to run) · busy."""
+    if info.problem:
+        return "busy" if "in use by another process" in info.problem else "damaged"
     if info.corpus_version is None:
         return "incomplete"
     return "empty" if info.chunks == 0 else "ready"

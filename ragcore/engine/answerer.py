@@ -96,6 +96,8 @@ class Answerer:
         info = None
         if req.context != "selection":
             info = self.r.view.info()
+            if info.problem:  # damaged files, or held by another process past the wait: what to run
+                raise StageError(info.problem)
             if info.chunks == 0:
                 raise StageError(f"The collection {req.collection!r} is empty or does not exist. Ingest documents "
                                  f"first: ragcore ingest PATH --collection {req.collection}")

@@ -19,7 +19,7 @@ from ragcore.ingest.read.loaders import read_bytes
 from ragcore.ingest.discover import discover
 from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version
 from ragcore.engine.engine import Engine
-from ragcore.storage.store import StoreError, utc_now
+from ragcore.storage.store import StoreError, is_incomplete, utc_now  # noqa: F401 (is_incomplete re-exported)
 
 COPY_BATCH = 256  # points per scroll/upsert while renaming: bounds memory for large collections
 
@@ -104,12 +104,6 @@ def record_cancelled(engine: Engine, collection: str, root: str | None) -> None:
             update["root"] = root
         store.write_meta(collection, update)
     engine.retriever.invalidate(collection)
-
-
-def is_incomplete(meta: dict[str, Any]) -> bool:
-    """A cancelled ingest that no completed ingest followed."""
-    cancelled = meta.get("cancelled_at")
-    return bool(cancelled) and (not meta.get("built_at") or str(meta["built_at"]) < str(cancelled))
 
 
 # --------------------------------------------------------------------------- staleness

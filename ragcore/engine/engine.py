@@ -36,9 +36,13 @@ from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
 from ragcore.retrieval.passage_seats import EVIDENCE_SEATS
 from ragcore.settings.config import RagcoreSettings
-from ragcore.storage.schema import check_collection_name
+from ragcore.storage.schema import StoreError, check_collection_name
 from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
+
+# a listing waits this long for a collection that another process holds (then lists it as busy), not
+# the writer's full wait: /v1/models answers while an ingest elsewhere builds a new collection
+LIST_WAIT_S = 2.0
 
 if TYPE_CHECKING:
     from ragcore.llamaindex.retriever import HybridRetriever
@@ -110,9 +114,10 @@ class Engine:
         root, files = discover([Path(p) for p in paths])
         if rebuild and self.store.exists(name):
             self.drop(name)
+        encoder = self._loaded_encoder(name, s)
         # one write session: embedded Qdrant is opened (and its folder locked) once, and released after
         with self.store.session():
-            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=self._ingest_encoder(name, s),
+            report = ingest(files, root=str(root), collection=name, store=self.store, encoder=encoder,
                             settings=s, prune=prune, progress=progress, chunk_progress=chunk_progress)
             return self._after_write(name, s, calibrate, report, progress, len(files))
 
@@ -125,9 +130,10 @@ class Engine:
         name = collection or s.collection
         check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
         sources = [SourceFile(rel=Path(n).name, data=d) for n, d in files]
+        encoder = self._loaded_encoder(name, s)
         with self.store.session():
             report = ingest(sources, root=UPLOAD_ROOT, collection=name, store=self.store,
-                            encoder=self._ingest_encoder(name, s), settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
+                            encoder=encoder, settings=s, prune=False, progress=progress, chunk_progress=chunk_progress)
             return self._after_write(name, s, calibrate, report, progress, len(sources))
 
     def _ingest_encoder(self, name: str, s: RagcoreSettings) -> CachingEncoder:
@@ -135,6 +141,14 @@ class Engine:
         (ModelMismatch when they differ: registry.ingest_encoder)."""
         meta = self.store.read_meta(name) if self.store.exists(name) else {}
         return ingest_encoder(self.encoders, name, meta, s)
+
+    def _loaded_encoder(self, name: str, s: RagcoreSettings) -> CachingEncoder:
+        """The ingest's encoder with its model loaded before the write session: the store stays free for
+        readers of other processes while the model loads (seconds; far more on a busy machine)."""
+        encoder = self._ingest_encoder(name, s)
+        encoder.load_in_background()
+        encoder.settle()
+        return encoder
 
     def _after_write(
         self, name: str, s: RagcoreSettings, calibrate: bool, report: IngestReport, progress: Progress | None,
@@ -156,19 +170,31 @@ class Engine:
         self.retriever.invalidate(collection)
         self.topics.invalidate(collection)
 
-    def repair_snapshots(self, collection: str | None = None) -> list[str]:
+    def repair_snapshots(self, collection: str | None = None, failed: dict[str, str] | None = None) -> list[str]:
         """The explicit repair step: rewrite the query snapshot of ``collection`` (else of every
         collection) that is missing, stale (a writer died) or damaged, from Qdrant. A writer's step:
         it waits for another writer's lock. Returns the collections whose snapshot was rewritten.
-        Reads never do this themselves; they answer from Qdrant until a writer or this step has run."""
+        Reads never do this themselves; they answer from Qdrant until a writer or this step has run.
+        ``failed``: collect what could not be repaired (damaged in the store: name -> what to run)
+        instead of raising, so one damaged collection does not stop the others' repair."""
         names = [collection] if collection else self.store.collection_names()
-        done = [n for n in names if self.store.refresh_snapshot(n)]
-        for n in done:
-            self.retriever.invalidate(n)
+        done = []
+        for n in names:
+            try:
+                if self.store.refresh_snapshot(n):
+                    done.append(n)
+                    self.retriever.invalidate(n)
+            except StoreError as exc:  # damage in one collection: its snapshot is left as it was
+                if failed is None:
+                    raise
+                failed[n] = str(exc)
         return done
 
-    def collections(self) -> list[CollectionInfo]:
-        return [self.store.info(n) for n in self.store.collection_names()]
+    def collections(self, wait_s: float | None = LIST_WAIT_S) -> list[CollectionInfo]:
+        """Every collection with its stats. A damaged one (or, past ``wait_s``, one without a snapshot while
+        another process holds the store; None: a reader's full wait) is listed with its ``problem`` and
+        never hides the others: the listing, /api/collections and /v1/models keep working (Store.info)."""
+        return [self.store.info(n, wait_s=wait_s) for n in self.store.collection_names()]
 
     def documents(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(path, chunk count) of every document in a collection."""

@@ -5,7 +5,7 @@ which return these types."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Mapping
 
 from ragcore.abstain.answerability import Support, selection_decides
@@ -162,6 +162,11 @@ def failure_message(synthesis: Synthesis) -> str | None:
     return f"{f.message} Showing the extractive answer from the same evidence instead."
 
 
+INCOMPLETE_NOTE = ("incomplete collection: an ingest into it did not finish (cancelled, or its process stopped), so "
+                   "documents may be missing from this answer's sources; run the ingest again (or upload the files "
+                   "again) to complete it")
+
+
 def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis,
                  checked: Checked, latency_ms: Mapping[str, float]) -> Answer:
     meta: dict[str, Any] = {
@@ -178,14 +183,19 @@ def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, 
         meta["packing"] = dict(synthesis.packing)
     if checked.answer_fit is not None:
         meta["answers"] = dict(checked.answer_fit)
+    status, validation = checked.status, checked.validation
+    if retrieved.info is not None and retrieved.info.incomplete:  # an ingest into it did not finish
+        meta["incomplete"] = True
+        status = "partial" if status == "ok" else status
+        validation = replace(validation, notes=(*validation.notes, INCOMPLETE_NOTE))
     if req.selection is not None and req.context != "corpus":  # the viewer highlights the quoted lines
         meta["selection"] = selection_meta(req.selection.source, req.selection.start_line,
                                            source_line(req.selection, len(req.selection.text)),
                                            [(c.start_line, c.end_line) for c in checked.citations if c.origin == "selection"],
                                            assessment.support.selection_fit)
     return Answer(
-        question=req.question, answer=checked.text, status=checked.status, citations=checked.citations,
-        evidence=retrieved.evidence, candidates=retrieved.candidates, validation=checked.validation,
+        question=req.question, answer=checked.text, status=status, citations=checked.citations,
+        evidence=retrieved.evidence, candidates=retrieved.candidates, validation=validation,
         metadata=meta, error_message=checked.error_message,
     )
 

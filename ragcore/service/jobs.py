@@ -10,6 +10,11 @@ With several workers (``ragcore serve --workers N``) a request may reach a worke
 one running the job, so a job's state is also written to ``<data dir>/serve-jobs/<id>.json``
 (at most twice a second) and a cancel that reaches another worker leaves ``<id>.cancel`` beside
 it, which the running job's progress callback looks for.
+
+A saved job names the process running it (pid and start time). A job read back as queued or running
+whose process is gone (the server was killed, or stopped before the job ended) is ``interrupted``:
+the reply says so, with how far it got, that what it wrote is kept and how to complete the
+collection, and the file is rewritten so it stays said.
 """
 
 from __future__ import annotations
@@ -31,6 +36,58 @@ from ragcore.engine.collections_admin import Cancelled
 from ragcore.types import IngestReport
 
 _ID = re.compile(r"job-\d+-[0-9a-f]{8}")
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (clock ticks since boot, /proc): a pid reused by a later process differs."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+_owners: dict[int, dict[str, Any]] = {}
+
+
+def _owner() -> dict[str, Any]:
+    """This process, as its saved jobs name it (per pid: a forked worker is a process of its own)."""
+    pid = os.getpid()
+    if pid not in _owners:
+        _owners[pid] = {"pid": pid, "start": _start_time(pid)}
+    return _owners[pid]
+
+
+def _alive(owner: Any) -> bool:
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return True  # saved before owners were recorded: nothing to judge by
+    if owner.get("start") is not None:
+        return _start_time(owner["pid"]) == owner["start"]
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _settle(state: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A saved job left queued or running by a process that is gone: interrupted, said and saved."""
+    if state.get("state") not in ("queued", "running") or _alive(state.get("owner")):
+        return state
+    p = state.get("progress") or {}
+    was = state["state"]
+    state = {**state, "state": "interrupted", "finished": state.get("finished") or time.time(), "error": (
+        f"interrupted: the server process running this job stopped while it was {was}, after {p.get('done', 0)} of "
+        f"{p.get('total', state.get('files', 0))} files. What it wrote is kept; upload the files again to "
+        "complete the collection (files already in it are skipped).")}
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # said in the reply all the same
+    return state
 IngestFn = Callable[[list[tuple[str, bytes]], str, Callable[[int, int, str], None]], IngestReport]
 
 
@@ -40,7 +97,7 @@ class Job:
     collection: str
     files: int
     bytes: int
-    state: str = "queued"  # queued | running | done | failed | cancelled
+    state: str = "queued"  # queued | running | done | failed | cancelled | interrupted (its process died)
     done: int = 0
     total: int = 0
     current: str = ""
@@ -70,7 +127,7 @@ class Job:
             return
         self._saved = time.monotonic()
         tmp = self.folder / f".{self.id}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(self.public()))
+        tmp.write_text(json.dumps({**self.public(), "owner": _owner()}))  # the owner stays on disk, not in replies
         os.replace(tmp, self.folder / f"{self.id}.json")
 
     def public(self) -> dict[str, Any]:
@@ -117,9 +174,12 @@ class Jobs:
         if path is None or not path.is_file():
             return None
         try:
-            return json.loads(path.read_text())
+            state = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
+        if not isinstance(state, dict):
+            return None
+        return {k: v for k, v in _settle(state, path).items() if k != "owner"}
 
     def cancel(self, job_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -3,18 +3,25 @@
 Embedded Qdrant lets one process open its folder at a time. With query snapshots the client (and
 with it the folder's lock) is held only inside a session: the outermost session closes the client
 it opened. Without snapshots (or with a client passed in) a client, once open, stays open until
-``close``. ``write_in_progress`` and ``busy_elsewhere`` tell a reader whether the published
-snapshot is the one to serve while a writer is at work.
+``close``. ``write_in_progress`` tells a reader whether the published snapshot is the one to
+serve while a writer is at work.
+
+Readers let a waiting writer in (locking.writer_waiting): a reader does not open the store while
+a writer of another process waits for it, and a process whose overlapping reads keep the store
+open lets it close before it starts a new read, so a writer is not starved by readers.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ragcore.storage.backend import CopyProgress, StoreBackend
-from ragcore.storage.locking import folder_locked
+from ragcore.storage.locking import (
+    LOCK_POLL_S, as_reader, deadline, folder_locked, let_writers_in, writer_waiting, writers_waiting,
+)
 
 
 class Connection:
@@ -23,6 +30,8 @@ class Connection:
         self._client = client
         self._per_session = per_session  # close the client when the outermost session ends
         self._lock = threading.RLock()
+        self._closed = threading.Condition(self._lock)  # notified when a session closes the client
+        self._mine = threading.local()  # this thread's session depth
         self._depth = 0  # nested sessions
         self._writing = 0  # of which writes
         self._owned = False  # the client was opened by a session, which closes it
@@ -35,10 +44,29 @@ class Connection:
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = self.backend.open(self._progress)
+                    self._client = self._open()
                     self.opens += 1
                     self._owned = self._depth > 0
         return self._client
+
+    def _open(self) -> Any:
+        if not self._per_session:
+            return self.backend.open(self._progress)
+        if self._writing > 0:  # readers of other processes let this writer in
+            with writer_waiting(self.backend.path):
+                return self.backend.open(self._progress)
+        with as_reader():  # a reader waits out an ingest elsewhere (bounded), after letting waiting writers in
+            let_writers_in(self.backend.path, deadline())
+            return self.backend.open(self._progress)
+
+    def _yield_to_writers(self) -> None:
+        """Before a new read (not nested in this thread): while this process holds the store and a
+        writer elsewhere waits for it, wait (bounded) for the reads under way to close it."""
+        until = deadline()
+        with self._lock:
+            while (self._client is not None and self._owned and time.monotonic() < until
+                   and writers_waiting(self.backend.path)):
+                self._closed.wait(LOCK_POLL_S)
 
     @property
     def opened(self) -> bool:
@@ -51,12 +79,17 @@ class Connection:
     @contextmanager
     def session(self, *, write: bool = True) -> Iterator[Any]:
         """Hold the client open for a group of operations (sessions nest)."""
+        mine = getattr(self._mine, "depth", 0)
+        if not write and not mine and self._per_session:
+            self._yield_to_writers()
         with self._lock:
             self._depth += 1
             self._writing += write
+        self._mine.depth = mine + 1
         try:
             yield self.client
         finally:
+            self._mine.depth = mine
             with self._lock:
                 self._depth -= 1
                 self._writing -= write
@@ -64,6 +97,7 @@ class Connection:
                     self._client.close()
                     self._client = None
                     self._owned = False
+                    self._closed.notify_all()
 
     @contextmanager
     def progress(self, progress: CopyProgress | None) -> Iterator[None]:
@@ -89,7 +123,3 @@ class Connection:
         if self._client is not None:
             return False  # we hold the folder ourselves
         return folder_locked(self.backend.path)
-
-    def busy_elsewhere(self) -> bool:
-        """Another process holds embedded Qdrant, and this one has not opened it."""
-        return self._client is None and self._writing == 0 and folder_locked(self.backend.path)

@@ -30,16 +30,21 @@ import json
 import os
 import shutil
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Sequence
 
+from ragcore.storage.damage import damaged, is_busy
+
 UNNAMED = ""  # Qdrant's name for a collection's single unnamed vector
 SCHEMA_FILE = "schema.json"
 STAMP_FILE = "stamp"
 BATCH = 512  # points per Edge update: one log entry each
+# a shard whose write-ahead log is still locked (a handle being let go of) is loaded again for this long
+WAL_RETRY_S = 5.0
 
 
 class EdgeBusy(RuntimeError):
@@ -149,8 +154,23 @@ class EdgeClient:
             if shard is None:
                 if not self.collection_exists(name):
                     raise ValueError(f"Collection {name} not found")
-                shard = self._shards[name] = self._qe.EdgeShard.load(str(self._dir(name) / "shard"))
+                shard = self._shards[name] = self._load(name)
         return shard
+
+    def _load(self, name: str) -> Any:
+        """Load one shard (under ``_opening``). Its log's lock may still be held for a moment by a
+        handle being let go of: that is waited for, not reported. Anything else the engine cannot
+        read is damage in this collection alone (damage.py): the other collections load as usual."""
+        until = time.monotonic() + WAL_RETRY_S
+        while True:
+            try:
+                return self._qe.EdgeShard.load(str(self._dir(name) / "shard"))
+            except Exception as exc:  # noqa: BLE001 - qdrant-edge raises bare Exceptions
+                if not is_busy(exc):
+                    raise damaged(name, exc, self.root) from exc
+                if time.monotonic() >= until:
+                    raise EdgeBusy(f"the collection {name} is held by another process") from exc
+                time.sleep(0.05)
 
     def bump(self, name: str) -> None:
         """A new stamp for ``name``: called before every write (see the module's docstring)."""
@@ -165,10 +185,11 @@ class EdgeClient:
         """Close every open shard but keep the folder's lock; the next call opens them again. A shard
         keeps the pages of its files mapped once read (3.8 GB at a million chunks): a publish lets
         go of them before it builds the snapshot."""
-        shards, self._shards = self._shards, {}
-        for shard in shards.values():
-            shard.flush()
-            shard.close()
+        with self._opening:  # no other thread loads a shard again before these are closed
+            shards, self._shards = self._shards, {}
+            for shard in shards.values():
+                shard.flush()
+                shard.close()
 
     # ------------------------------------------------------------------ writes
 

@@ -14,7 +14,10 @@ Publishing happens only after writes, inside the writer's session:
 * ``publish_dirty``: at the end of an outermost write session, any collection whose points
   changed without a metadata write (``write_chunks`` alone, or a one-time copy from local mode);
 * ``refresh``: the explicit repair step (``Store.refresh_snapshot``, ``Engine.repair_snapshots``,
-  ``ragcore collections --repair``), which rewrites a snapshot that is not current.
+  ``ragcore collections --repair``), which rewrites a snapshot that is not current or fails its
+  checks (checksums, vector norms: snapshot.py). A publish reads every point from Qdrant, which
+  refuses damaged vectors or payloads (reads.py, damage.py): damage is never copied into a snapshot,
+  and the snapshot there was is left as it was.
 """
 
 from __future__ import annotations
@@ -82,16 +85,29 @@ class Publisher:
                     pass
             return None
 
-    def is_current(self, name: str) -> bool:
-        """A readable snapshot whose stamp is the collection's own (not merely the last published one)."""
+    def is_current(self, name: str, *, verify: bool = False) -> bool:
+        """A readable snapshot whose stamp is the collection's own (not merely the last published one);
+        ``verify``: and whose files match their checksums and hold sound vectors, at any size."""
         m = self.files.manifest(name)
         if m is None or m.stamp != self.stamp(name):
             return False
         try:
-            self.files.data(m)
+            self.files.verify(m) if verify else self.files.data(m)
         except SnapshotError:
             return False
         return True
+
+    def state(self, name: str) -> str:
+        """ok · missing · stale (the store changed since: a writer at work or one that died) · damaged
+        (unreadable, or its files fail their checks): what ``ragcore collections`` shows."""
+        m = self.files.manifest(name)
+        if m is None:
+            return "damaged" if self.files.has_manifest(name) else "missing"
+        try:
+            self.files.data(m)
+        except SnapshotError:
+            return "damaged"
+        return "ok" if m.stamp == self.stamp(name) else "stale"
 
     # ------------------------------------------------------------------ writes (inside a session)
 
@@ -141,7 +157,7 @@ class Publisher:
     def refresh(self, name: str) -> bool:
         """The explicit repair step: rewrite ``name``'s snapshot unless it is current (inside a write
         session); returns whether it wrote one."""
-        if self.is_current(name) and name not in self.dirty:
+        if self.is_current(name, verify=True) and name not in self.dirty:
             return False
         if not self._conn.client.collection_exists(name):
             return False

@@ -4,13 +4,17 @@ Every read runs inside a (read) session of the Store's connection."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from ragcore.encoders.minilm import DIMENSION
 from ragcore.storage.chunk_table import PackedChunks
-from ragcore.storage.schema import DENSE, META_COLLECTION, SPARSE, CollectionData, PointRef, meta_id, qdrant_models
+from ragcore.storage.damage import CollectionDamaged, bad_rows, damaged, is_busy, vectors_reason
+from ragcore.storage.schema import (
+    DENSE, META_COLLECTION, SPARSE, CollectionData, PointRef, StoreError, meta_id, qdrant_models,
+)
 from ragcore.storage.sections import SectionRef
 from ragcore.storage.snapshot import SparseRows
 from ragcore.types import Chunk
@@ -20,8 +24,31 @@ class PointReader:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
+    @contextmanager
+    def guard(self, name: str) -> Iterator[None]:
+        """Turn what the engine cannot read of ``name`` (a payload whose bytes were flipped, a lost
+        segment) into CollectionDamaged naming the command that recovers it (damage.py), never a raw
+        engine message; the store's own errors and a busy store pass as they are."""
+        try:
+            yield
+        except CollectionDamaged as exc:
+            raise CollectionDamaged(name, exc.reason, self._root_of(name)) from exc
+        except (StoreError, ValueError, NotImplementedError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - qdrant-edge raises bare Exceptions
+            if is_busy(exc):
+                raise
+            raise damaged(name, exc, self._conn.backend.path, self._root_of(name)) from exc
+
+    def _root_of(self, name: str) -> str | None:
+        """The folder the collection was built from, for the recovery command (None when unreadable)."""
+        try:
+            return self.meta(name).get("root")
+        except Exception:  # noqa: BLE001 - only improves a message about damage
+            return None
+
     def scroll_batches(self, name: str, *, with_payload: Any, with_vectors: Any, flt: Any = None) -> Iterator[list[Any]]:
-        with self._conn.session(write=False) as client:
+        with self._conn.session(write=False) as client, self.guard(name):
             offset = None
             while True:
                 points, offset = client.scroll(name, scroll_filter=flt, limit=1024, offset=offset,
@@ -43,7 +70,7 @@ class PointReader:
             return [x.name for x in client.get_collections().collections]
 
     def count(self, name: str) -> int:
-        with self._conn.session(write=False) as client:
+        with self._conn.session(write=False) as client, self.guard(name):
             return int(client.count(name, exact=True).count)
 
     def meta(self, name: str) -> dict[str, Any]:
@@ -65,7 +92,7 @@ class PointReader:
 
     def stored_vectors(self, name: str, ids: Sequence[str]) -> dict[str, tuple[list[float], str]]:
         out: dict[str, tuple[list[float], str]] = {}
-        with self._conn.session(write=False) as client:
+        with self._conn.session(write=False) as client, self.guard(name):
             for i in range(0, len(ids), 1000):
                 for p in client.retrieve(name, list(ids[i : i + 1000]), with_vectors=[DENSE], with_payload=["context"]):
                     out[str(p.id)] = (p.vector[DENSE], (p.payload or {}).get("context") or "")
@@ -92,7 +119,7 @@ class PointReader:
         lengths: list[int] = []
         terms: list[np.ndarray] = [np.zeros(0, np.int64)]  # one array per batch, joined once at the end
         weights: list[np.ndarray] = [np.zeros(0, np.float32)]
-        with self._conn.session(write=False) as client:
+        with self._conn.session(write=False) as client, self.guard(name):
             mat = np.empty((client.count(name, exact=True).count, DIMENSION), np.float32)
             for batch in self.scroll_batches(name, with_payload=True, with_vectors=True):
                 if not batch:  # an empty collection scrolls one empty batch
@@ -113,5 +140,8 @@ class PointReader:
                         w.extend(sv.values)
                 terms.append(np.asarray(t, np.int64))
                 weights.append(np.asarray(w, np.float32))
+        bad = bad_rows(mat[: len(chunks)])
+        if len(bad):  # never scored, never copied into a snapshot (a flipped bit gave cosines of 2.3e38)
+            raise CollectionDamaged(name, vectors_reason(bad, len(chunks)), self._root_of(name))
         indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
         return CollectionData(chunks, mat[: len(chunks)], SparseRows(indptr, np.concatenate(terms), np.concatenate(weights)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +28,13 @@ TOPICS_COLLECTION = "ragcore__topics"
 
 class StoreError(RuntimeError):
     """A storage problem with a message that says what to do."""
+
+
+def is_incomplete(meta: Mapping[str, Any]) -> bool:
+    """A cancelled (or killed) ingest that no completed ingest followed: its metadata records when it
+    was cut short, and no ``built_at`` after that."""
+    cancelled = meta.get("cancelled_at")
+    return bool(cancelled) and (not meta.get("built_at") or str(meta["built_at"]) < str(cancelled))
 
 
 def point_id(chunk_id: str) -> str:

@@ -23,11 +23,18 @@ Format 2 (format-1 snapshots are refused, hence rebuilt) opens in milliseconds a
 every large file is memory-mapped and chunks are decoded per row (chunk_table.py); the BM25
 postings are read per query term; the name index is computed at publish (names.json); a 64-d
 projection of the vectors (dense_codes.py) serves the dense branch of large collections.
+
+Integrity: the manifest records a sha256 of every file of its version. Loading a version checks
+them, and that every dense vector is finite and unit length (damage.py), whenever the files are
+small enough to read in a moment (VERIFY_MAX_BYTES); :meth:`SnapshotFiles.verify` checks them at
+any size (the repair step does). A version that fails is "damaged": questions read the store of
+record instead, and ``ragcore collections --repair`` rewrites it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -40,6 +47,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ragcore.storage.chunk_table import ChunkTable, TableError, write_table
+from ragcore.storage.damage import bad_rows, vectors_reason
 from ragcore.storage.dense_codes import DenseCodes, read_codes, write_codes
 from ragcore.storage.sections import topic_rows
 from ragcore.types import Chunk
@@ -48,6 +56,8 @@ FORMAT = 3  # 3: topics.json and doc_hashes.json; 2: chunks read per row, persis
 MANIFEST = "manifest.json"
 DIMENSION = 384  # the bundled MiniLM's width; a collection built with another model records its own (width_of)
 FULL_CHECK_MAX = 5_000_000  # postings: up to this many, every row index is checked on open (O(1) reads above)
+# a version up to this size is checked whole when a process first loads it (~0.1 s); above, by verify()
+VERIFY_MAX_BYTES = 64 * 1024 * 1024
 
 
 class SnapshotError(Exception):
@@ -82,6 +92,7 @@ class Manifest:
     stamp: Stamp
     chunks: int
     meta: Mapping[str, Any]
+    checksums: Mapping[str, str] = dataclasses.field(default_factory=dict)  # file name -> sha256 (none before)
 
 
 @dataclass(frozen=True)
@@ -206,6 +217,18 @@ class SnapshotFiles:
             self._manifests[name] = (stamp, m)
         return m
 
+    def has_manifest(self, name: str) -> bool:
+        """Whether a manifest file is there (readable or not)."""
+        return (self._dir(name) / MANIFEST).is_file()
+
+    def verify(self, m: Manifest) -> None:
+        """Check every file of ``m``'s version against its checksum and every vector's norm, at any size
+        (SnapshotError naming what failed). The repair step runs it; a load runs it on small versions."""
+        d = self._dir(m.collection) / m.version
+        _check_sums(d, m.checksums)
+        data = self.data(m)
+        _check_vectors(d, data.dense)
+
     def data(self, m: Manifest) -> SnapshotData:
         """The files of ``m``'s version (loaded once per version); SnapshotError when damaged."""
         key = (m.collection, m.version)
@@ -234,18 +257,19 @@ class SnapshotFiles:
         tmp.mkdir()
         try:
             _write_data(tmp, chunks, dense, sparse, headings)
+            sums = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
             os.replace(tmp, base / version)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        m = Manifest(name, version, meta.get("corpus_version"), stamp, len(chunks), dict(meta))
+        m = Manifest(name, version, meta.get("corpus_version"), stamp, len(chunks), dict(meta), sums)
         self._write_manifest(m)
         self._remove_old(name, keep=version)
         return m
 
     def update_meta(self, m: Manifest, meta: Mapping[str, Any], stamp: Stamp) -> Manifest:
         """The same files with new collection metadata (e.g. an abstain bar): only the manifest changes."""
-        new = Manifest(m.collection, m.version, meta.get("corpus_version"), stamp, m.chunks, dict(meta))
+        new = Manifest(m.collection, m.version, meta.get("corpus_version"), stamp, m.chunks, dict(meta), m.checksums)
         self._write_manifest(new)
         return new
 
@@ -259,6 +283,7 @@ class SnapshotFiles:
         body = {
             "format": FORMAT, "collection": m.collection, "version": m.version, "corpus_version": m.corpus_version,
             "stamp": list(dataclasses.astuple(m.stamp)), "chunks": m.chunks, "meta": m.meta,
+            "checksums": dict(m.checksums),
         }
         path = self._dir(m.collection) / MANIFEST
         tmp = path.with_name(f".{MANIFEST}.{uuid.uuid4().hex[:8]}")
@@ -316,7 +341,8 @@ def _read_manifest(path: Path, name: str) -> Manifest | None:
             return None
         stamp = Stamp(*(int(x) for x in body["stamp"]))
         return Manifest(name, str(body["version"]), body.get("corpus_version"), stamp,
-                        int(body["chunks"]), dict(body.get("meta") or {}))
+                        int(body["chunks"]), dict(body.get("meta") or {}),
+                        {str(k): str(v) for k, v in dict(body.get("checksums") or {}).items()})
     except (OSError, ValueError, KeyError, TypeError):
         return None  # damaged: as if there were none
 
@@ -329,6 +355,9 @@ def width_of(meta: Mapping[str, Any]) -> int:
 
 def _read_data(d: Path, m: Manifest) -> SnapshotData:
     n, dim = m.chunks, width_of(m.meta)
+    small = m.checksums and sum(_size(d / f) for f in m.checksums) <= VERIFY_MAX_BYTES
+    if small:
+        _check_sums(d, m.checksums)
     try:
         chunks = ChunkTable(d, n)
         dense = np.asarray(np.load(d / "dense.npy", mmap_mode="r", allow_pickle=False))
@@ -349,5 +378,38 @@ def _read_data(d: Path, m: Manifest) -> SnapshotData:
             or bool(np.any(np.diff(indptr) < 0)) or (0 < len(rows) <= FULL_CHECK_MAX and int(rows.max()) >= n):
         raise SnapshotError(f"{d}: the files do not agree with each other or with the manifest")
     # above FULL_CHECK_MAX postings a bad row index is caught by numpy's bounds check when a query reads it
+    if small or dense.nbytes <= VERIFY_MAX_BYTES:
+        _check_vectors(d, dense)
     return SnapshotData(m.version, chunks, dense, SparseColumns(terms, indptr, rows, values, n),
                         HeadingVectors(texts, hvecs), codes)
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def _sha256(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_sums(d: Path, sums: Mapping[str, str]) -> None:
+    for name, want in sums.items():
+        try:
+            got = _sha256(d / name)
+        except OSError as exc:
+            raise SnapshotError(f"{d.name}/{name}: {type(exc).__name__}") from exc
+        if got != want:
+            raise SnapshotError(f"{d.name}/{name}: its checksum does not match the manifest's (the file was changed)")
+
+
+def _check_vectors(d: Path, dense: np.ndarray) -> None:
+    bad = bad_rows(np.asarray(dense))
+    if len(bad):
+        raise SnapshotError(f"{d.name}/dense.npy: {vectors_reason(bad, len(dense))}")

@@ -33,13 +33,15 @@ from ragcore.encoders.sparse import Bm25Encoder
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.backend import CopyProgress, backend_for
 from ragcore.storage.connection import Connection
+from ragcore.storage import locking
+from ragcore.storage.damage import damaged
 from ragcore.storage.headings import HeadingStore
 from ragcore.storage.locking import folder_locked  # noqa: F401 (re-exported: tests and tools check the lock by it)
 from ragcore.storage.publisher import Publisher
 from ragcore.storage.reads import PointReader
 from ragcore.storage.schema import (  # noqa: F401 (re-exported: the names callers have always imported from here)
     DENSE, META_COLLECTION, RESERVED_PREFIX, SPARSE, TOPICS_COLLECTION, CollectionData, PointRef, StoreError,
-    chunk_context, embed_text, point_id, utc_now,
+    chunk_context, embed_text, is_incomplete, point_id, utc_now,
 )
 from ragcore.storage.sections import SectionRef, section_ref
 from ragcore.storage.snapshot import DIMENSION, SnapshotData, SnapshotFiles
@@ -263,8 +265,8 @@ class Store:
         m = self._publisher.current(name) if self._publisher is not None else None
         if m is not None:
             return m.chunks
-        if self._busy_elsewhere():
-            return 0  # being created by another process right now: not there yet
+        # no snapshot: read the store of record, waiting (bounded) for a process that holds it. Never
+        # "0" because the store is busy: a question would call the collection empty
         return self._reader.count(name)
 
     def read_meta(self, name: str) -> dict[str, Any]:
@@ -275,24 +277,30 @@ class Store:
         meta = self._manifest_meta(name)
         if meta is not None:
             return dict(meta)
-        if self._busy_elsewhere():
-            return {}  # being created by another process right now: not there yet
-        return self._reader.meta(name)
+        return self._reader.meta(name)  # (waits, bounded, for a process that holds the store: as count)
 
-    def _busy_elsewhere(self) -> bool:
-        return self.snapshots is not None and self._conn.busy_elsewhere()
-
-    def info(self, name: str) -> CollectionInfo:
-        meta = self.read_meta(name)
+    def info(self, name: str, *, wait_s: float | None = None) -> CollectionInfo:
+        """The collection's stats. What cannot be read of it (damaged files, or a store held by another
+        process beyond ``wait_s``) is its ``problem``, said with the command that recovers it: one
+        collection's damage never breaks the listing of the others (damage.py)."""
+        meta: dict[str, Any] = {}
+        chunks, problem = 0, None
+        try:
+            with locking.waiting_at_most(wait_s if wait_s is not None else float("inf")):
+                meta = self.read_meta(name)
+                chunks = self.count(name)
+        except StoreError as exc:
+            meta = meta or dict(self._manifest_meta(name) or {})
+            problem = str(exc)
+        except Exception as exc:  # noqa: BLE001 - whatever else fails here stays this collection's problem
+            meta = meta or dict(self._manifest_meta(name) or {})
+            problem = str(damaged(name, exc, self.path, meta.get("root")))
         return CollectionInfo(
-            name=name,
-            documents=int(meta.get("documents", 0)),
-            chunks=self.count(name),
-            corpus_version=meta.get("corpus_version"),
-            built_at=meta.get("built_at"),
-            root=meta.get("root"),
-            embedding_model=meta.get("embedding_model"),
-            settings=meta.get("settings", {}),
+            name=name, documents=int(meta.get("documents", 0)), chunks=chunks,
+            corpus_version=meta.get("corpus_version"), built_at=meta.get("built_at"), root=meta.get("root"),
+            embedding_model=meta.get("embedding_model"), settings=meta.get("settings", {}),
+            incomplete=is_incomplete(meta) or (problem is None and meta.get("corpus_version") is None),
+            snapshot=self._publisher.state(name) if self._publisher is not None else None, problem=problem,
         )
 
     # ------------------------------------------------------------------ heading vectors (headings.py)
