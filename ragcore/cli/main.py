@@ -13,7 +13,7 @@ from ragcore.cli.common import (
     UsageError, attach_negative_values, dump_json, read_regular_file, settings_from_args, term_safe,
 )
 from ragcore.settings.config import ConfigError, RagcoreSettings
-from ragcore.safety.redact import looks_like_secret, redact_url
+from ragcore.settings.redact import looks_like_secret, redact_url
 
 
 def _engine(settings: RagcoreSettings, *, preload: bool = False):

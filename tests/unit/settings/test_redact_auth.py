@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from ragcore.safety.redact import redact_text
+from ragcore.settings.redact import redact_text
 
 BASIC = base64.b64encode(b"user:secretpass").decode()
 
