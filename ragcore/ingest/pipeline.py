@@ -313,7 +313,7 @@ def warm_write_path() -> None:
 
     from ragcore.storage.schema import qdrant_models
 
-    importlib.import_module("ragcore.llamaindex.nodes")
+    importlib.import_module("ragcore.storage.nodes")
     qdrant_models()
     importlib.import_module("scipy.sparse")
 

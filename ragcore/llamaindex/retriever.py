@@ -19,7 +19,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ragcore.settings.config import RagcoreSettings
-from ragcore.llamaindex.nodes import candidate_to_node
+from ragcore.storage.nodes import candidate_to_node
 from ragcore.types import RetrievalResult
 
 

@@ -18,7 +18,7 @@ from ragcore.engine.engine import Engine
 from ragcore.retrieval.documents import rank_documents
 from ragcore.retrieval.expansion import expanded_query, expansion_terms
 from ragcore.retrieval.fields import FieldIndex, field_texts
-from ragcore.retrieval.names import command_names, heading_identifiers, text_names
+from ragcore.storage.name_index import command_names, heading_identifiers, text_names
 from ragcore.encoders.sparse import Bm25Encoder, term_index
 from ragcore.types import Candidate, Chunk, RetrievalResult
 from tests.conftest import write_corpus

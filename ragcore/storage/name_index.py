@@ -15,6 +15,9 @@ Two kinds of names, both read from the corpus itself (no list of commands or set
   the wrong page on django-docs-qa (bench/results/eval-signals.md).
 
 A name held by more than ``MAX_DOCS`` documents defines nothing and is dropped.
+
+The index lives in storage because the query snapshot builds it once at publish (names.json), as it
+does the topic rows; retrieval (docsignals.py) reads it.
 """
 
 from __future__ import annotations

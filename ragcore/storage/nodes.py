@@ -2,7 +2,8 @@
 
 One conversion for every stage that speaks LlamaIndex (the node parser, the vector store
 writer, the retriever, the post-processors, the citation checker), so a node means the same
-thing everywhere:
+thing everywhere. It sits in storage, not in llamaindex/: the store writes its payloads as these
+nodes, and the citation numbering (a floor below the LlamaIndex adapters) reads them back:
 
 * ``TextNode.text`` is the chunk's source text, byte for byte (citations quote it);
 * ``metadata`` carries the provenance (path, line span, section path, anchor, page, title) and,
