@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from ragcore.engine.demo import DEMO_COLLECTION, demo_corpus_dir, ensure_demo_collection
+from ragcore.eval.demo import DEMO_COLLECTION, demo_corpus_dir, ensure_demo_collection
 
 from .jobs import IngestJob
 from .render import md_escape, md_inline

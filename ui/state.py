@@ -11,7 +11,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from ragcore.settings.app_file import LoadedSettings, SettingsFileError, load_app_settings
-from ragcore.engine.demo import DEMO_COLLECTION
+from ragcore.eval.demo import DEMO_COLLECTION
 from ragcore.engine.collections_admin import Cancelled, Staleness, failed_files, record_cancelled, record_failed, staleness
 from ragcore.settings.config import ConfigError, RagcoreSettings
 from ragcore.engine.engine import Engine

@@ -388,7 +388,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     add_serve_parser(sub)
 
-    from ragcore.eval.bars_cli import add_bars_parser
+    from ragcore.cli.bars_command import add_bars_parser
 
     add_bars_parser(sub)
 
@@ -397,7 +397,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
             sub.add_parser(name, help=text, add_help=False)
         return p
     from ragcore.cli.plugins import add_plugin_parsers
-    from ragcore.eval.cli import add_eval_parser
+    from ragcore.cli.eval_command import add_eval_parser
 
     add_eval_parser(sub)
     add_plugin_parsers(sub)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragcore.abstain.answerability import Support, assess, corpus_support, evidence_cosine, lexical_coverage, unseen_words
-from ragcore.engine.demo import demo_calibration_dir
+from ragcore.eval.demo import demo_calibration_dir
 from ragcore.eval.calibration import CalibrationError, calibrate
 from ragcore.eval.dataset import load_dataset
 from ragcore.eval.runner import run_config

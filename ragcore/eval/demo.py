@@ -1,4 +1,7 @@
-"""First-start helpers shared by the app and the CLI: the bundled demo corpus."""
+"""First-start helpers shared by the app and the tests: the bundled demo corpus, ingested and calibrated.
+
+It lives in eval/ because preparing the demo calibrates its abstain bar on labelled questions
+(eval/calibration.py), which runs the engine: the engine's floor cannot call it."""
 
 from __future__ import annotations
 
