@@ -312,9 +312,10 @@ def collection_state(info) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ragcore.service.server import serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+    from ragcore.service.server import one_blas_thread, serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
 
-    return serve(args)
+    one_blas_thread()  # before the settings are resolved: BLAS reads its variables once, when numpy loads
+    return serve(args, settings_from_args(args))
 
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
