@@ -18,11 +18,12 @@ from ragcore.eval.demo import DEMO_COLLECTION, demo_corpus_dir, ensure_demo_coll
 
 from .jobs import IngestJob
 from .render import md_escape, md_inline
+from .runtime import friendly
 
 if TYPE_CHECKING:
     from ragcore.types import IngestReport
 
-    from .state import Runtime
+    from .runtime import Runtime
 
 GUIDE_EXAMPLE = "What does the threshold apply to?"
 
@@ -145,7 +146,6 @@ def ensure_demo(rt: "Runtime") -> None:
             _copy_old_store(rt.engine.store)
             start_demo(rt)
         except Exception as exc:  # noqa: BLE001
-            from .state import friendly  # here: state imports this module
 
             rt.demo_error = friendly(exc, "Preparing the demo collection")
         finally:

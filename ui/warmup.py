@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ragcore.types import CollectionInfo
 
 if TYPE_CHECKING:
-    from .state import Runtime
+    from .runtime import Runtime
 
 
 def start_warmup(rt: "Runtime", collection: str, *, sentences: bool = True) -> None:
