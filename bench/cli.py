@@ -18,19 +18,10 @@ from typing import Any, Callable, Sequence
 from ragcore.settings.config import RagcoreSettings
 
 from bench.common import DEFAULT_RESULTS, DJANGO, REPO, machine as _machine, pcts as _pcts, questions as _questions
-from bench.common import pad_collection as _pad_collection, sample_files as _sample_files, utc_now, write as _write
+from bench.common import pad_collection as _pad_collection, sample_files as _sample_files, utc_now, stage_sample, write as _write
 
 
 # ------------------------------------------------------------------ ingest
-
-
-def _stage(corpus: Path, files: list[Path], staging: Path) -> Path:
-    """A copy of the sample, so both sides read exactly these files."""
-    for f in files:
-        dest = staging / f.relative_to(corpus)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(f.read_bytes())
-    return staging
 
 
 def _recording_encoder():
@@ -38,14 +29,14 @@ def _recording_encoder():
     excluded): the tokens each side embedded, and the texts the raw-model ceiling replays."""
     from ragcore.encoders.minilm import OnnxMiniLM
 
-    class Recording(OnnxMiniLM):
+    class RecordingMiniLM(OnnxMiniLM):
         calls: list[list[str]]
 
         def _encode(self, texts):  # type: ignore[override]
             self.calls.append(list(texts))
             return super()._encode(texts)
 
-    enc = Recording()
+    enc = RecordingMiniLM()
     enc.calls = []
     return enc
 
@@ -118,7 +109,7 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path, runs: int =
     files = _sample_files(corpus, limit)
     pairs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        staging = _stage(corpus, files, Path(tmp) / "corpus")
+        staging = stage_sample(corpus, files, Path(tmp) / "corpus")
         encoder = _recording_encoder()
         encoder.encode(["warm up"])
         for k in range(runs):
