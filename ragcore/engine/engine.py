@@ -27,7 +27,7 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.encoders.registry import EncoderPool, ingest_encoder, record_of
 from ragcore.engine.answerer import Answerer, Resources
 from ragcore.engine.generation import Generators
-from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
+from ragcore.engine.stages import Question, ContextMode, SelectionInput, selection_evidence
 from ragcore.engine.view import CollectionView
 from ragcore.ingest.writer import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
@@ -275,7 +275,7 @@ class Engine:
             selection = SelectionInput(selection, selection_source)
         if selection is not None and context == "corpus":
             context = "both"
-        req = AskRequest(question=question, context=context, collection=collection or s.collection, settings=s,
+        req = Question(question=question, context=context, collection=collection or s.collection, settings=s,
                          request_id=uuid.uuid4().hex[:12], selection=selection, history=tuple(history))
         resources = Resources(view=self.view(req.collection), encoder=self.encoder, scorer=self._scorer,
                               generators=self.generators)

@@ -47,7 +47,7 @@ class Embedded:
 
 
 @dataclass
-class Span:
+class FileSpan:
     """One source file's place in the stream of chunks: its chunks are ``[start, end)``."""
 
     rel: str
@@ -103,7 +103,7 @@ class BatchWriter:
         self.buf: list[Chunk] = []
         self.doc_chunks: dict[str, int] = {}
         self.stale: list[tuple[int, list[str]]] = []  # (end of the file in the stream, ids to delete)
-        self.spans: collections.deque[Span] = collections.deque()
+        self.spans: collections.deque[FileSpan] = collections.deque()
         self.queued = self.batched = self.done = 0
         self.written = self.embedded = 0  # updated by the writing thread only
         self.error: BaseException | None = None
@@ -125,7 +125,7 @@ class BatchWriter:
     def add_file(self, rel: str, chunks: list[Chunk], stale: list[str]) -> None:
         """Queue a file's chunks (none for a file skipped, unchanged or failed); full batches
         go to the model now, blocking while the model is ``ahead`` batches behind."""
-        self.spans.append(Span(rel, self.queued, self.queued + len(chunks)))
+        self.spans.append(FileSpan(rel, self.queued, self.queued + len(chunks)))
         if chunks:
             self.doc_chunks[chunks[0].path] = len(chunks)
         self.buf.extend(chunks)
@@ -222,7 +222,7 @@ class BatchWriter:
                 return q.get(timeout=0.2)
             except queue.Empty:
                 continue
-        raise Stopped()
+        raise WorkerStopped()
 
     def _embed_loop(self) -> None:
         try:
@@ -231,12 +231,12 @@ class BatchWriter:
                                            check=self._check_abort, name="ragcore-ingest-embed"):
                 self._put_worker(self.to_write, embedded)
             self._put_worker(self.to_write, None)
-        except Stopped:
+        except WorkerStopped:
             pass
 
     def _check_abort(self) -> None:
         if self.abort.is_set():
-            raise Stopped()
+            raise WorkerStopped()
 
     def _embed(self, batch: Batch) -> Embedded:
         """One batch's vectors (in one of the embedding stage's threads)."""
@@ -272,7 +272,7 @@ class BatchWriter:
                 self.embedded += item.embedded
                 self.written += len(item.batch.chunks)
                 self.events.put(self.written)
-        except Stopped:
+        except WorkerStopped:
             pass
 
     def _put_worker(self, q: queue.Queue, item: Any) -> None:
@@ -281,7 +281,7 @@ class BatchWriter:
                 return q.put(item, timeout=0.2)
             except queue.Full:
                 continue
-        raise Stopped()
+        raise WorkerStopped()
 
     def _vectors(self, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
         """Dense vectors of ``chunks``: stored ones reused, the rest embedded."""
@@ -318,5 +318,5 @@ def warm_write_path() -> None:
     importlib.import_module("scipy.sparse")
 
 
-class Stopped(Exception):
+class WorkerStopped(Exception):
     """A worker thread was told to stop (another failed, or the caller gave up)."""

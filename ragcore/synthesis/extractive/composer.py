@@ -50,7 +50,7 @@ from ragcore.abstain.selection_support import SelectionFit, selection_fit
 from ragcore.synthesis.extractive import answers
 from ragcore.synthesis.extractive.context import Antecedents
 from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
-from ragcore.synthesis.extractive.units import PDF_TABLE, Block, Picked, Unit, table_head, units_of
+from ragcore.synthesis.extractive.units import PDF_TABLE, QuoteBlock, Picked, Unit, table_head, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
 # what an abstention says, by where the answer was to come from
@@ -377,7 +377,7 @@ def _marked_list(text: str, n: int) -> str:
     return "\n".join(out)
 
 
-def _block_text(block: Block, n: int) -> str:
+def _block_text(block: QuoteBlock, n: int) -> str:
     if block.kind == "list":
         return _marked_list(block.text, n)
     if block.text.startswith(PDF_TABLE):  # a PDF table with its intro sentence: untrimmed, plainly fenced
