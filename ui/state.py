@@ -312,7 +312,7 @@ def start_folder_ingest(
     rt: Runtime, folder: Path, collection: str, s: RagcoreSettings, *, rebuild: bool = False, label: str | None = None,
 ) -> IngestJob:
     """Ingest a folder into ``collection`` in the background (see ui/jobs.py)."""
-    from ragcore.ingest.writer import discover
+    from ragcore.ingest.run import discover
 
     root, files = discover([folder])
     sizes: dict[str, int] = {}

@@ -60,7 +60,7 @@ class OpenAIEmbedder(CachingEncoder):
 
     @property
     def ingest_batch(self) -> int:
-        """Chunks an ingest embeds at a time: one request's worth (ingest/writer.py)."""
+        """Chunks an ingest embeds at a time: one request's worth (ingest/run.py)."""
         return self.batch
 
     @property

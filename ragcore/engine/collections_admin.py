@@ -17,7 +17,7 @@ from typing import Any
 
 from ragcore.ingest.read.loaders import read_bytes
 from ragcore.ingest.discover import discover
-from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version
+from ragcore.ingest.run import UPLOAD_ROOT, corpus_version
 from ragcore.engine.engine import Engine
 from ragcore.storage.store import StoreError, utc_now
 
@@ -25,7 +25,7 @@ COPY_BATCH = 256  # points per scroll/upsert while renaming: bounds memory for l
 
 
 class Cancelled(Exception):
-    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/writer.py)."""
+    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/run.py)."""
 
 
 class AdminError(StoreError):

@@ -29,7 +29,7 @@ from ragcore.engine.answerer import Answerer, Resources
 from ragcore.engine.generation import Generators
 from ragcore.engine.stages import Question, ContextMode, SelectionInput, selection_evidence
 from ragcore.engine.view import CollectionView
-from ragcore.ingest.writer import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
+from ragcore.ingest.run import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC

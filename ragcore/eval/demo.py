@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragcore.engine.engine import Engine
-from ragcore.ingest.writer import ChunkProgress, Progress
+from ragcore.ingest.run import ChunkProgress, Progress
 from ragcore.types import IngestReport
 
 DEMO_COLLECTION = "guide"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import ragcore.ingest.writer as ingest_pipeline
+import ragcore.ingest.run as ingest_pipeline
 from ragcore.storage.store import Store
 from tests.conftest import write_corpus
 

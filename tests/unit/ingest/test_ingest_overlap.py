@@ -1,4 +1,4 @@
-"""Ingest keeps the endpoint busy while the writing thread starts up (ragcore/ingest/pipeline.py):
+"""Ingest keeps the endpoint busy while the writing thread starts up (ragcore/ingest/batch_writer.py):
 the writer creates the collection and imports what writing needs (``warm_write_path``) while the
 files are read and embedded, so the first write no longer stalls the pipeline. Checked here: the
 overlap keeps the store's order, takes only a bounded number of batches ahead of the store, and a
@@ -21,7 +21,7 @@ import pytest
 
 from ragcore.encoders.base import EmbedError
 from ragcore.ingest import pipeline
-from ragcore.ingest.writer import PIPELINE_AHEAD, WRITE_AHEAD
+from ragcore.ingest.run import PIPELINE_AHEAD, WRITE_AHEAD
 from ragcore.storage.store import embed_text, point_id
 from tests.conftest import write_corpus
 from tests.support.scripted_embeddings import Fail, ScriptedEmbeddingServer

@@ -35,7 +35,7 @@ from ragcore.storage.sections import heading_of
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from ragcore.ingest import space
 from ragcore.storage.schema import check_collection_name
-from ragcore.ingest.pipeline import BatchWriter, ChunkProgress  # noqa: F401  (ChunkProgress: the engine's import)
+from ragcore.ingest.batch_writer import BatchWriter, ChunkProgress  # noqa: F401  (ChunkProgress: the engine's import)
 from ragcore.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_CHUNK_CHARS, chunk_document
 from ragcore.ingest.discover import SourceFile, _name_problem, _printable, discover  # noqa: F401  (discover: the engine's import)
 from ragcore.ingest.read.loaders import LineLimitError, LoadError, load_bytes, read_bytes
@@ -120,7 +120,7 @@ def ingest(
         state[ref.path].append(ref)
     folder = space.data_folder(settings)
     space.check_before_ingest(folder, sources, state)  # before anything is written (space.py: SIGBUS)
-    # the collection is created by the writer's own thread (pipeline.py) while the first files are read
+    # the collection is created by the writer's own thread (batch_writer.py) while the first files are read
     model_key = MODEL_NAME if record.source == "minilm" else f"{record.spec}|{record.query_prefix}|{record.document_prefix}"
     run = _Run(state=dict(state), fingerprint=index_fingerprint(settings, model_key))
     existing = {r.id for refs in state.values() for r in refs}

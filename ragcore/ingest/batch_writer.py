@@ -1,9 +1,9 @@
 """Ingest's pipeline: chunks → dense vectors → the store, in batches, on three stages at once.
 
-``ingest`` (writer.py) reads and chunks files and hands each file's chunks to a :class:`BatchWriter`,
+``ingest`` (run.py) reads and chunks files and hands each file's chunks to a :class:`BatchWriter`,
 which embeds and writes them in order while the next files are read. Order is what makes a crash
 safe: a file's old points are deleted only after the batch that holds its last new chunk is
-written (writer.py's docstring has the whole story).
+written (run.py's docstring has the whole story).
 """
 
 from __future__ import annotations
