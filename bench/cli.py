@@ -192,7 +192,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
         encoder.clear_cache()  # warm the session, then drop cached query vectors
         timed = _timer(encoder, questions, repeats)
         t0 = time.perf_counter()
-        eng.retriever.index("bench")
+        eng.hybrid_search.index("bench")
         index_load_s = time.perf_counter() - t0
         modes = {}
         for mode in ("dense", "sparse", "hybrid"):
@@ -204,7 +204,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
 
         def qdrant_direct(q: str) -> None:
             qv = encoder.encode([q])[0]
-            server_pool(eng.store.client, "bench", qv, eng.retriever.bm25.encode_query(q), s_h)
+            server_pool(eng.store.client, "bench", qv, eng.hybrid_search.bm25.encode_query(q), s_h)
 
         direct = _pcts(timed(qdrant_direct)[: max(20, len(questions) // 2)])
 
@@ -283,7 +283,7 @@ t1 = time.perf_counter()
 e = Engine(RagcoreSettings.from_env())
 e.encoder.encode(["load the model"])
 t2 = time.perf_counter()
-e.retriever.index("bench"); e.topic_index("bench")
+e.hybrid_search.index("bench"); e.topic_index("bench")
 t3 = time.perf_counter()
 a = e.ask(sys.argv[1], collection="bench")
 t4 = time.perf_counter()
@@ -428,7 +428,7 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
         llm = LlmSettings(base_url=server.base_url, api_key="bench", model="scripted", timeout_s=30, max_retries=0)
         # always call the LLM: a bar of 0 is below any support score these questions reach
         s = eng.settings.with_(collection="bench", llm=llm, abstain_bar=0.0)
-        eng.retriever.index("bench")
+        eng.hybrid_search.index("bench")
         encoder.encode(questions)
         to_sources: list[float] = []
         engine_stream: list[float] = []

@@ -46,7 +46,7 @@ def start_demo(rt: "Runtime") -> None:
             report = ensure_demo_collection(rt.engine, progress=job.progress, chunk_progress=job.chunk_progress)
             job.current = "loading the search index"
             rt.engine.encoder.encode(["warm up the embedding model"])
-            rt.engine.retriever.index(DEMO_COLLECTION)
+            rt.engine.hybrid_search.index(DEMO_COLLECTION)
             rt.demo_report = report
             assert report is not None  # the collection was missing: it was ingested
             return report

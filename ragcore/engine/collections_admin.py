@@ -60,7 +60,7 @@ def rename_collection(engine: Engine, old: str, new: str) -> int:
             engine.drop(new)
             raise
         engine.drop(old)
-    engine.retriever.invalidate(new)
+    engine.hybrid_search.invalidate(new)
     return moved
 
 
@@ -82,7 +82,7 @@ def delete_document(engine: Engine, collection: str, path: str) -> int:
         hashes = {r.path: r.doc_hash for r in refs if r.path != path}
         store.write_meta(collection, {"corpus_version": corpus_version(hashes), "documents": len(hashes),
                                       "built_at": utc_now()})
-    engine.retriever.invalidate(collection)
+    engine.hybrid_search.invalidate(collection)
     return len(ids)
 
 
@@ -103,7 +103,7 @@ def record_cancelled(engine: Engine, collection: str, root: str | None) -> None:
         if root and root != UPLOAD_ROOT and not meta.get("root"):
             update["root"] = root
         store.write_meta(collection, update)
-    engine.retriever.invalidate(collection)
+    engine.hybrid_search.invalidate(collection)
 
 
 def is_incomplete(meta: dict[str, Any]) -> bool:

@@ -61,11 +61,17 @@ class Engine:
         self.encoders = EncoderPool(self.encoder)
         self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached,
                                     embed_for_model=lambda rec: self.encoders.for_record(rec, self.settings).encode_uncached)
-        self.retriever = HybridSearch(self.store, self.encoder, encoder_for=self.embedder)
+        self.hybrid_search = HybridSearch(self.store, self.encoder, encoder_for=self.embedder)
         self.topics = TopicIndexes(self.store, self.encoder, encoder_for=self.embedder)
         self.generators = Generators(generator_factory)
-        self.retriever.rerankers = Rerankers(lambda s: self.generators.for_settings(s).complete)  # RAGCORE_RERANK=llm
+        self.hybrid_search.rerankers = Rerankers(lambda s: self.generators.for_settings(s).complete)  # RAGCORE_RERANK=llm
         self._scorer = SupportScorer(encoder=self.encoder.encode)
+
+    @property
+    def retriever(self) -> HybridSearch:
+        """The old name of ``hybrid_search``, kept for callers written before the rename: it is not a
+        LlamaIndex retriever (``retriever_for()`` returns that)."""
+        return self.hybrid_search
 
     def vector_store(self, collection: str | None = None):
         """The collection as a LlamaIndex vector store: ``SnapshotVectorStore`` on the embedded store
@@ -90,7 +96,7 @@ class Engine:
 
     def view(self, collection: str | None = None) -> CollectionView:
         """What answering on ``collection`` reads (its search, topics, bar, unseen-words check)."""
-        return CollectionView(collection or self.settings.collection, self.store, self.retriever, self.topics,
+        return CollectionView(collection or self.settings.collection, self.store, self.hybrid_search, self.topics,
                               self.encoder, self.embedder(collection or self.settings.collection))
 
     # ------------------------------------------------------------------ corpus
@@ -138,14 +144,14 @@ class Engine:
         return ingest_encoder(self.encoders, name, meta, s)
 
     def _after_write(self, name: str, s: RagcoreSettings, calibrate: bool) -> None:
-        self.retriever.invalidate(name)
+        self.hybrid_search.invalidate(name)
         if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
             ensure_auto_calibration(self, name, s)
 
     def drop(self, collection: str) -> None:
         """Delete a collection and its metadata (the next ingest starts from scratch)."""
         self.store.drop(collection)
-        self.retriever.invalidate(collection)
+        self.hybrid_search.invalidate(collection)
         self.topics.invalidate(collection)
 
     def repair_snapshots(self, collection: str | None = None) -> list[str]:
@@ -156,7 +162,7 @@ class Engine:
         names = [collection] if collection else self.store.collection_names()
         done = [n for n in names if self.store.refresh_snapshot(n)]
         for n in done:
-            self.retriever.invalidate(n)
+            self.hybrid_search.invalidate(n)
         return done
 
     def collections(self) -> list[CollectionInfo]:
@@ -167,7 +173,7 @@ class Engine:
         name = collection or self.settings.collection
         snap = self.store.snapshot(name) if self.store.exists(name) else None
         if snap is not None:  # the index's document column, not a scan of every chunk
-            paths, doc_of = self.retriever.index(name).documents()
+            paths, doc_of = self.hybrid_search.index(name).documents()
             return [(p, int(n)) for p, n in zip(paths, np.bincount(doc_of, minlength=len(paths))) if n]
         paths = [r.path for r in self.store.point_refs(name)]
         counts: dict[str, int] = {}
@@ -182,7 +188,7 @@ class Engine:
 
     def retrieve(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> RetrievalResult:
         s = settings or self.settings
-        return self.retriever.search(collection or s.collection, question, s)
+        return self.hybrid_search.search(collection or s.collection, question, s)
 
     def warm(self, collection: str | None = None) -> None:
         """Open what a question on ``collection`` reads first (its search index and its section
@@ -191,7 +197,7 @@ class Engine:
         name = collection or self.settings.collection
         try:
             if self.store.exists(name):
-                self.retriever.index(name)
+                self.hybrid_search.index(name)
                 self.topic_index(name)
         except Exception:  # noqa: BLE001 - only a head start: the question meets the same problem and reports it
             pass
@@ -247,7 +253,7 @@ class Engine:
         s = settings or self.settings
         from ragcore.llamaindex.retriever import HybridRetriever  # LlamaIndex loads here, not on the question path
 
-        return HybridRetriever(self.retriever, collection or s.collection, s)
+        return HybridRetriever(self.hybrid_search, collection or s.collection, s)
 
     # ------------------------------------------------------------------ answering
 
