@@ -2,7 +2,7 @@
 
 Each rule is written once, here, without LlamaIndex: :func:`apply_cuts` runs them over ragcore's
 candidates on the question and lab paths (no node objects, and no ``llama_index`` import: a
-cold ``ragcore ask`` does not pay for it), and the node post-processors of ``cuts.py`` run the
+cold ``ragcore ask`` does not pay for it), and the node post-processors of ``llamaindex/postprocessors.py`` run the
 same rules over LlamaIndex nodes.
 
 The threshold always applies to the cosine similarity between question and chunk, whatever
