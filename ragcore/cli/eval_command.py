@@ -163,13 +163,16 @@ def _write_and_print(args: argparse.Namespace, report, settings) -> None:
     import json
 
     from ragcore.eval.report import markdown, report_dict, save_run, write_json
-    from ragcore.eval.charts import write_charts
+    from ragcore.eval.charts import CHARTS_NEED, charts_available, write_charts
 
     saved = None if args.no_save else save_run(report, settings.data_dir)
     json_path = write_json(report, args.out) if args.out else saved
     charts: dict[str, Path] = {}
     if not args.no_charts and json_path is not None and (len(report.runs) > 1 or report.sweeps):
-        charts = write_charts(report, json_path.with_suffix(""))
+        if charts_available():
+            charts = write_charts(report, json_path.with_suffix(""))
+        elif not args.json:
+            print(CHARTS_NEED, file=sys.stderr)
     md_path = args.md or (args.out.with_suffix(".md") if args.out else None)
     md = markdown(report, charts=charts, json_path=json_path)
     if md_path is not None:

@@ -312,6 +312,12 @@ def collection_state(info) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"ragcore serve needs {' and '.join(missing)}, which come with the serve extra: "
+                         'pip install "ragcore[serve]"')
     from ragcore.service.server import one_blas_thread, serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
 
     one_blas_thread()  # before the settings are resolved: BLAS reads its variables once, when numpy loads
