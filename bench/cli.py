@@ -308,12 +308,13 @@ ANSWERED_QUESTION = "What does login_required do?"  # the Django docs answer it:
 
 
 def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence[str] | None, results_dir: Path,
-               settings: RagcoreSettings) -> dict[str, Any]:
+               settings: RagcoreSettings, baseline: Path | None = None) -> dict[str, Any]:
     """Wall time of a new `ragcore ask` process (start included) on a copy of ``source_collection``
     padded to ``size`` chunks: query snapshots off (RAGCORE_SNAPSHOTS=0: open embedded Qdrant and
     load the collection, as before) and on, alternated, median of ``runs``, for each question (by
     default the data set's first, which the engine abstains on, and one it answers: an answered
-    question also composes and checks); then where the time goes."""
+    question also composes and checks); then where the time goes. ``baseline``: another checkout's
+    ragcore (an older commit) takes the place of snapshots off, snapshots on for both, alternated."""
     import os
     import sys
 
@@ -334,14 +335,16 @@ def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence
         # off, and then every process compiles ragcore's modules again, ~0.2 s); one warm-up run writes it
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCORE_") and k != "PYTHONDONTWRITEBYTECODE"} \
             | {"RAGCORE_DATA_DIR": tmp}
-        _wall([sys.executable, "-m", "ragcore.cli.main", "ask", questions[0], "-c", "bench"], env)
-        per_question = [_cold_question(q, runs, env) for q in questions]
+        for warm in (env, *([env | {"PYTHONPATH": str(baseline)}] if baseline is not None else [])):
+            _wall([sys.executable, "-m", "ragcore.cli.main", "ask", questions[0], "-c", "bench"], warm)
+        per_question = [_cold_question(q, runs, env, baseline) for q in questions]
         floor = {"python_start_s": _wall([sys.executable, "-c", "pass"], env)[0],
                  "import_llama_index_core_s": _wall([sys.executable, "-c", "import llama_index.core"], env)[0],
                  "import_qdrant_client_s": _wall([sys.executable, "-c", "import qdrant_client"], env)[0]}
     payload = {
         "bench": "cold", "when": utc_now(), "machine": _machine(), "chunks": n, "source_collection": source_collection,
         "runs": runs, "questions": per_question, "floor": {k: round(v, 2) for k, v in floor.items()},
+        "baseline": _baseline_label(baseline),
     }
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "query-cold.json").write_text(json.dumps(payload, indent=2) + "\n")
@@ -351,15 +354,26 @@ def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence
     return payload
 
 
-def _cold_question(question: str, runs: int, env: dict[str, str]) -> dict[str, Any]:
-    """One question: ``runs`` alternated pairs of processes (snapshots off, on), then its phases."""
+def _baseline_label(baseline: Path | None) -> str | None:
+    import subprocess
+
+    if baseline is None:
+        return None
+    head = subprocess.run(["git", "-C", str(baseline), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or str(baseline)
+
+
+def _cold_question(question: str, runs: int, env: dict[str, str], baseline: Path | None = None) -> dict[str, Any]:
+    """One question: ``runs`` alternated pairs of processes (snapshots off, or ``baseline``'s code; on), then its phases."""
     import sys
 
     cmd = [sys.executable, "-m", "ragcore.cli.main", "ask", question, "-c", "bench", "--json"]
-    walls: dict[str, list[float]] = {"snapshots_off": [], "snapshots_on": []}
+    other, other_env = ("snapshots_off", env | {"RAGCORE_SNAPSHOTS": "0"}) if baseline is None else \
+        ("baseline", env | {"RAGCORE_SNAPSHOTS": "1", "PYTHONPATH": str(baseline)})
+    walls: dict[str, list[float]] = {other: [], "snapshots_on": []}
     status = None
     for _ in range(runs):  # alternated, so both feel the same machine load
-        walls["snapshots_off"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "0"})[0])
+        walls[other].append(_wall(cmd, other_env)[0])
         secs, out = _wall(cmd, env | {"RAGCORE_SNAPSHOTS": "1"})
         walls["snapshots_on"].append(secs)
         status = json.loads(out)["status"]
@@ -375,8 +389,9 @@ def _cold_summary(p: dict[str, Any]) -> str:
     fl = p["floor"]
     rows, phases = [], []
     for q in p["questions"]:
-        off, on, ph = q["wall_s"]["snapshots_off"], q["wall_s"]["snapshots_on"], q["phases_snapshots_on"]
-        rows.append(f"| {q['question']} | {q['status']} | {q['median_s']['snapshots_off']} ({off}) "
+        other = "baseline" if "baseline" in q["wall_s"] else "snapshots_off"
+        off, on, ph = q["wall_s"][other], q["wall_s"]["snapshots_on"], q["phases_snapshots_on"]
+        rows.append(f"| {q['question']} | {q['status']} | {q['median_s'][other]} ({off}) "
                     f"| **{q['median_s']['snapshots_on']}** ({on}) |")
         phases.append(
             f"- *{q['question']}*: importing ragcore {ph['import_s']} s, loading the model {ph['model_s']} s, reading "
@@ -388,8 +403,10 @@ def _cold_summary(p: dict[str, Any]) -> str:
         f"A new `ragcore ask` process on {p['chunks']} chunks (copies of {p['source_collection']!r}), process start "
         f"included, median of {p['runs']} alternated runs (each run's seconds in brackets) after one warm-up run "
         f"(Python's bytecode cache on, as by default); load average at the start {p['machine']['load_avg']}.\n\n"
-        "| question | answer | snapshots off (open embedded Qdrant, load the collection) s | query snapshot s |\n"
-        "|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        + (f"| question | answer | {p['baseline']} (the baseline's code, query snapshot) s | this code, query snapshot s |\n"
+           if p.get("baseline") else
+           "| question | answer | snapshots off (open embedded Qdrant, load the collection) s | query snapshot s |\n")
+        + "|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "Where the time goes, with the snapshot, each step run alone in one process (`ragcore ask` itself loads the "
         "model in a background thread while it imports the rest and reads the snapshot, so its wall time is less "
         "than their sum):\n\n" + "\n".join(phases) + "\n\n"
@@ -522,6 +539,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bc.add_argument("--question", action="append", dest="questions",
                     help="repeatable; default: the first question of django-docs-qa and one the Django docs answer")
     bc.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bc.add_argument("--baseline", type=Path, help="another checkout (e.g. `git worktree add --detach DIR COMMIT`): its "
+                    "ragcore against this one, both on the query snapshot, alternated (instead of snapshots off)")
     bc.set_defaults(func=_cmd_cold)
     ba = bsub.add_parser("answer", help="time to the sources event and per-token overhead, against a scripted LLM server")
     ba.add_argument("--collection", default="django")
@@ -597,7 +616,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
 def _cmd_cold(args: argparse.Namespace) -> int:
     from ragcore.cli.common import settings_from_args
 
-    out = bench_cold(args.collection, args.size, max(1, args.runs), args.questions, args.results, settings_from_args(args))
+    out = bench_cold(args.collection, args.size, max(1, args.runs), args.questions, args.results, settings_from_args(args),
+                     args.baseline)
     print(_cold_summary(out))
     return 0
 
