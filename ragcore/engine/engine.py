@@ -29,7 +29,6 @@ from ragcore.engine.answerer import Answerer, Resources
 from ragcore.engine.generation import Generators
 from ragcore.engine.stages import Question, ContextMode, SelectionInput, selection_evidence
 from ragcore.engine.view import CollectionView
-from ragcore.ingest.run import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
@@ -40,6 +39,7 @@ from ragcore.storage.store import Store
 from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, RetrievalResult
 
 if TYPE_CHECKING:
+    from ragcore.ingest.run import ChunkProgress, Progress
     from ragcore.llamaindex.retriever import HybridRetriever
 
 AskMode = ContextMode  # the first version's name
@@ -109,6 +109,8 @@ class Engine:
         """Ingest files or folders; ``calibrate``: set the label-free abstain bar when the corpus changed;
         ``rebuild``: drop the collection first (to build it again, e.g. with another embedding model);
         ``chunk_progress(written, queued)`` hears each written batch of chunks."""
+        from ragcore.ingest.run import discover, ingest  # writers only: a question never loads the ingest pipeline
+
         s = settings or self.settings
         name = collection or s.collection
         check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
@@ -127,6 +129,8 @@ class Engine:
         settings: RagcoreSettings | None = None, calibrate: bool = True, chunk_progress: ChunkProgress | None = None,
     ) -> IngestReport:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
+        from ragcore.ingest.run import UPLOAD_ROOT, SourceFile, ingest
+
         s = settings or self.settings
         name = collection or s.collection
         check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
