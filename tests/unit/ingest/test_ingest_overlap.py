@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ragcore.encoders.base import EmbedError
-from ragcore.ingest import pipeline
+from ragcore.ingest import batch_writer
 from ragcore.ingest.run import PIPELINE_AHEAD, WRITE_AHEAD
 from ragcore.storage.store import embed_text, point_id
 from tests.conftest import write_corpus
@@ -41,13 +41,13 @@ def server() -> Iterator[ScriptedEmbeddingServer]:
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """The writer's real start-up, held until the test sets the event (set at the end in any case)."""
     opened = threading.Event()
-    warm = pipeline.warm_write_path
+    warm = batch_writer.warm_write_path
 
     def gated() -> None:
         opened.wait(timeout=60)
         warm()
 
-    monkeypatch.setattr(pipeline, "warm_write_path", gated)
+    monkeypatch.setattr(batch_writer, "warm_write_path", gated)
     yield opened
     opened.set()
 
