@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Sequence
 
 from ragcore.cli.plugins import BENCH_HELP
-from ragcore.cli.preload import ModelPreload
 from ragcore.cli.common import (
     UsageError, attach_negative_values, dump_json, read_regular_file, settings_from_args, term_safe,
 )
@@ -17,17 +16,12 @@ from ragcore.settings.config import ConfigError, RagcoreSettings
 from ragcore.settings.redact import looks_like_secret, redact_url
 
 
-_preload: list[ModelPreload] = []  # `ragcore ask`'s model, loading since the command was read
-
-
 def _engine(settings: RagcoreSettings, *, preload: bool = False):
     from ragcore.encoders.minilm import OnnxMiniLM
 
-    encoder = _preload[0].take(settings.embed_batch_size) if preload and _preload else None
-    if encoder is None:
-        encoder = OnnxMiniLM(batch_size=settings.embed_batch_size)
-        if preload:  # a question needs the model: load it while the rest of ragcore imports
-            encoder.load_in_background()
+    encoder = OnnxMiniLM(batch_size=settings.embed_batch_size)
+    if preload:  # a question needs the model: load it while the rest of ragcore imports
+        encoder.load_in_background()
     from ragcore.engine.engine import Engine
 
     return Engine(settings, encoder=encoder)
@@ -452,20 +446,13 @@ def run() -> None:
 def _dispatch(argv: Sequence[str] | None) -> tuple[int, bool]:
     """Run one command: (exit code, whether the process may end without teardown)."""
     args_in = list(sys.argv[1:] if argv is None else argv)
-    command = _command(args_in)
-    if command == "ask" and not _preload:
-        _preload.append(ModelPreload())
+    parser = build_parser(full=_command(args_in) in LAZY_COMMANDS)
     try:
-        parser = build_parser(full=command in LAZY_COMMANDS)
-        try:
-            args = parser.parse_args(attach_negative_values(args_in))
-        except SystemExit as exc:  # argparse has printed the usage error (or --help)
-            return (exc.code if isinstance(exc.code, int) else 2), False
-        code = _run_command(args)
-        return code, code == 0 and bool(getattr(args, "quick_exit", False))
-    finally:
-        while _preload:
-            _preload.pop().settle()
+        args = parser.parse_args(attach_negative_values(args_in))
+    except SystemExit as exc:  # argparse has printed the usage error (or --help)
+        return (exc.code if isinstance(exc.code, int) else 2), False
+    code = _run_command(args)
+    return code, code == 0 and bool(getattr(args, "quick_exit", False))
 
 
 def _run_command(args: argparse.Namespace) -> int:
