@@ -72,7 +72,7 @@ def free_port() -> int:
 def seed_data(data_dir: Path, size: int, cells: int) -> dict[str, Any]:
     """The guide, a padded copy of it, and ``cells`` answered cells in each one's notebook."""
     from bench.common import pad_collection
-    from ragcore.engine.demo import ensure_demo_collection
+    from ragcore.eval.demo import ensure_demo_collection
     from ragcore.engine.engine import Engine
     from ragcore.settings.config import RagcoreSettings
     from ui.notebook import Cell, NotebookStore, RunRecorder

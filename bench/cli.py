@@ -18,19 +18,10 @@ from typing import Any, Callable, Sequence
 from ragcore.settings.config import RagcoreSettings
 
 from bench.common import DEFAULT_RESULTS, DJANGO, REPO, machine as _machine, pcts as _pcts, questions as _questions
-from bench.common import pad_collection as _pad_collection, sample_files as _sample_files, utc_now, write as _write
+from bench.common import pad_collection as _pad_collection, sample_files as _sample_files, utc_now, stage_sample, write as _write
 
 
 # ------------------------------------------------------------------ ingest
-
-
-def _stage(corpus: Path, files: list[Path], staging: Path) -> Path:
-    """A copy of the sample, so both sides read exactly these files."""
-    for f in files:
-        dest = staging / f.relative_to(corpus)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(f.read_bytes())
-    return staging
 
 
 def _recording_encoder():
@@ -38,14 +29,14 @@ def _recording_encoder():
     excluded): the tokens each side embedded, and the texts the raw-model ceiling replays."""
     from ragcore.encoders.minilm import OnnxMiniLM
 
-    class Recording(OnnxMiniLM):
+    class RecordingMiniLM(OnnxMiniLM):
         calls: list[list[str]]
 
         def _encode(self, texts):  # type: ignore[override]
             self.calls.append(list(texts))
             return super()._encode(texts)
 
-    enc = Recording()
+    enc = RecordingMiniLM()
     enc.calls = []
     return enc
 
@@ -118,7 +109,7 @@ def bench_ingest(corpus: Path, limit: int | None, results_dir: Path, runs: int =
     files = _sample_files(corpus, limit)
     pairs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        staging = _stage(corpus, files, Path(tmp) / "corpus")
+        staging = stage_sample(corpus, files, Path(tmp) / "corpus")
         encoder = _recording_encoder()
         encoder.encode(["warm up"])
         for k in range(runs):
@@ -201,7 +192,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
         encoder.clear_cache()  # warm the session, then drop cached query vectors
         timed = _timer(encoder, questions, repeats)
         t0 = time.perf_counter()
-        eng.retriever.index("bench")
+        eng.hybrid_search.index("bench")
         index_load_s = time.perf_counter() - t0
         modes = {}
         for mode in ("dense", "sparse", "hybrid"):
@@ -213,7 +204,7 @@ def bench_query(source_collection: str, size: int, top_k: int, repeats: int, res
 
         def qdrant_direct(q: str) -> None:
             qv = encoder.encode([q])[0]
-            server_pool(eng.store.client, "bench", qv, eng.retriever.bm25.encode_query(q), s_h)
+            server_pool(eng.store.client, "bench", qv, eng.hybrid_search.bm25.encode_query(q), s_h)
 
         direct = _pcts(timed(qdrant_direct)[: max(20, len(questions) // 2)])
 
@@ -292,7 +283,7 @@ t1 = time.perf_counter()
 e = Engine(RagcoreSettings.from_env())
 e.encoder.encode(["load the model"])
 t2 = time.perf_counter()
-e.retriever.index("bench"); e.topic_index("bench")
+e.hybrid_search.index("bench"); e.topic_index("bench")
 t3 = time.perf_counter()
 a = e.ask(sys.argv[1], collection="bench")
 t4 = time.perf_counter()
@@ -317,12 +308,13 @@ ANSWERED_QUESTION = "What does login_required do?"  # the Django docs answer it:
 
 
 def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence[str] | None, results_dir: Path,
-               settings: RagcoreSettings) -> dict[str, Any]:
+               settings: RagcoreSettings, baseline: Path | None = None) -> dict[str, Any]:
     """Wall time of a new `ragcore ask` process (start included) on a copy of ``source_collection``
     padded to ``size`` chunks: query snapshots off (RAGCORE_SNAPSHOTS=0: open embedded Qdrant and
     load the collection, as before) and on, alternated, median of ``runs``, for each question (by
     default the data set's first, which the engine abstains on, and one it answers: an answered
-    question also composes and checks); then where the time goes."""
+    question also composes and checks); then where the time goes. ``baseline``: another checkout's
+    ragcore (an older commit) takes the place of snapshots off, snapshots on for both, alternated."""
     import os
     import sys
 
@@ -343,14 +335,16 @@ def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence
         # off, and then every process compiles ragcore's modules again, ~0.2 s); one warm-up run writes it
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCORE_") and k != "PYTHONDONTWRITEBYTECODE"} \
             | {"RAGCORE_DATA_DIR": tmp}
-        _wall([sys.executable, "-m", "ragcore.cli.main", "ask", questions[0], "-c", "bench"], env)
-        per_question = [_cold_question(q, runs, env) for q in questions]
+        for warm in (env, *([env | {"PYTHONPATH": str(baseline)}] if baseline is not None else [])):
+            _wall([sys.executable, "-m", "ragcore.cli.main", "ask", questions[0], "-c", "bench"], warm)
+        per_question = [_cold_question(q, runs, env, baseline) for q in questions]
         floor = {"python_start_s": _wall([sys.executable, "-c", "pass"], env)[0],
                  "import_llama_index_core_s": _wall([sys.executable, "-c", "import llama_index.core"], env)[0],
                  "import_qdrant_client_s": _wall([sys.executable, "-c", "import qdrant_client"], env)[0]}
     payload = {
         "bench": "cold", "when": utc_now(), "machine": _machine(), "chunks": n, "source_collection": source_collection,
         "runs": runs, "questions": per_question, "floor": {k: round(v, 2) for k, v in floor.items()},
+        "baseline": _baseline_label(baseline),
     }
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "query-cold.json").write_text(json.dumps(payload, indent=2) + "\n")
@@ -360,15 +354,26 @@ def bench_cold(source_collection: str, size: int, runs: int, questions: Sequence
     return payload
 
 
-def _cold_question(question: str, runs: int, env: dict[str, str]) -> dict[str, Any]:
-    """One question: ``runs`` alternated pairs of processes (snapshots off, on), then its phases."""
+def _baseline_label(baseline: Path | None) -> str | None:
+    import subprocess
+
+    if baseline is None:
+        return None
+    head = subprocess.run(["git", "-C", str(baseline), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or str(baseline)
+
+
+def _cold_question(question: str, runs: int, env: dict[str, str], baseline: Path | None = None) -> dict[str, Any]:
+    """One question: ``runs`` alternated pairs of processes (snapshots off, or ``baseline``'s code; on), then its phases."""
     import sys
 
     cmd = [sys.executable, "-m", "ragcore.cli.main", "ask", question, "-c", "bench", "--json"]
-    walls: dict[str, list[float]] = {"snapshots_off": [], "snapshots_on": []}
+    other, other_env = ("snapshots_off", env | {"RAGCORE_SNAPSHOTS": "0"}) if baseline is None else \
+        ("baseline", env | {"RAGCORE_SNAPSHOTS": "1", "PYTHONPATH": str(baseline)})
+    walls: dict[str, list[float]] = {other: [], "snapshots_on": []}
     status = None
     for _ in range(runs):  # alternated, so both feel the same machine load
-        walls["snapshots_off"].append(_wall(cmd, env | {"RAGCORE_SNAPSHOTS": "0"})[0])
+        walls[other].append(_wall(cmd, other_env)[0])
         secs, out = _wall(cmd, env | {"RAGCORE_SNAPSHOTS": "1"})
         walls["snapshots_on"].append(secs)
         status = json.loads(out)["status"]
@@ -384,8 +389,9 @@ def _cold_summary(p: dict[str, Any]) -> str:
     fl = p["floor"]
     rows, phases = [], []
     for q in p["questions"]:
-        off, on, ph = q["wall_s"]["snapshots_off"], q["wall_s"]["snapshots_on"], q["phases_snapshots_on"]
-        rows.append(f"| {q['question']} | {q['status']} | {q['median_s']['snapshots_off']} ({off}) "
+        other = "baseline" if "baseline" in q["wall_s"] else "snapshots_off"
+        off, on, ph = q["wall_s"][other], q["wall_s"]["snapshots_on"], q["phases_snapshots_on"]
+        rows.append(f"| {q['question']} | {q['status']} | {q['median_s'][other]} ({off}) "
                     f"| **{q['median_s']['snapshots_on']}** ({on}) |")
         phases.append(
             f"- *{q['question']}*: importing ragcore {ph['import_s']} s, loading the model {ph['model_s']} s, reading "
@@ -397,8 +403,10 @@ def _cold_summary(p: dict[str, Any]) -> str:
         f"A new `ragcore ask` process on {p['chunks']} chunks (copies of {p['source_collection']!r}), process start "
         f"included, median of {p['runs']} alternated runs (each run's seconds in brackets) after one warm-up run "
         f"(Python's bytecode cache on, as by default); load average at the start {p['machine']['load_avg']}.\n\n"
-        "| question | answer | snapshots off (open embedded Qdrant, load the collection) s | query snapshot s |\n"
-        "|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        + (f"| question | answer | {p['baseline']} (the baseline's code, query snapshot) s | this code, query snapshot s |\n"
+           if p.get("baseline") else
+           "| question | answer | snapshots off (open embedded Qdrant, load the collection) s | query snapshot s |\n")
+        + "|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "Where the time goes, with the snapshot, each step run alone in one process (`ragcore ask` itself loads the "
         "model in a background thread while it imports the rest and reads the snapshot, so its wall time is less "
         "than their sum):\n\n" + "\n".join(phases) + "\n\n"
@@ -437,7 +445,7 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
         llm = LlmSettings(base_url=server.base_url, api_key="bench", model="scripted", timeout_s=30, max_retries=0)
         # always call the LLM: a bar of 0 is below any support score these questions reach
         s = eng.settings.with_(collection="bench", llm=llm, abstain_bar=0.0)
-        eng.retriever.index("bench")
+        eng.hybrid_search.index("bench")
         encoder.encode(questions)
         to_sources: list[float] = []
         engine_stream: list[float] = []
@@ -531,6 +539,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bc.add_argument("--question", action="append", dest="questions",
                     help="repeatable; default: the first question of django-docs-qa and one the Django docs answer")
     bc.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    bc.add_argument("--baseline", type=Path, help="another checkout (e.g. `git worktree add --detach DIR COMMIT`): its "
+                    "ragcore against this one, both on the query snapshot, alternated (instead of snapshots off)")
     bc.set_defaults(func=_cmd_cold)
     ba = bsub.add_parser("answer", help="time to the sources event and per-token overhead, against a scripted LLM server")
     ba.add_argument("--collection", default="django")
@@ -609,7 +619,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
 def _cmd_cold(args: argparse.Namespace) -> int:
     from ragcore.cli.common import settings_from_args
 
-    out = bench_cold(args.collection, args.size, max(1, args.runs), args.questions, args.results, settings_from_args(args))
+    out = bench_cold(args.collection, args.size, max(1, args.runs), args.questions, args.results, settings_from_args(args),
+                     args.baseline)
     print(_cold_summary(out))
     return 0
 

@@ -91,3 +91,12 @@ def pad_collection(src_engine, src: str, dest_engine, dest: str, size: int) -> i
             k += 1
         dest_engine.store.write_meta(dest, {"corpus_version": uuid.uuid4().hex[:16], "built_at": "bench", "documents": 0})
     return n
+
+
+def stage_sample(corpus: Path, files: list[Path], staging: Path) -> Path:
+    """A copy of the sample, so both sides read exactly these files."""
+    for f in files:
+        dest = staging / f.relative_to(corpus)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(f.read_bytes())
+    return staging

@@ -28,18 +28,18 @@ from typing import Any, Iterator, Sequence
 
 from ragcore.settings.config import RagcoreSettings
 
-from bench.common import machine, sample_files, utc_now, write
+from bench.common import machine, sample_files, stage_sample, utc_now, write
 
 
 def _recording(settings: RagcoreSettings, model: str):
     from ragcore.encoders.openai_embed import OpenAIEmbedder
 
-    class Recording(OpenAIEmbedder):
+    class RecordingEmbedder(OpenAIEmbedder):
         def _request(self, inputs):  # type: ignore[override]
             self.sent.append(list(inputs))
             return super()._request(inputs)
 
-    enc = Recording(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
+    enc = RecordingEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
                     timeout_s=settings.embed_timeout_s, concurrency=settings.embed_concurrency,
                     batch=settings.embed_request_size)
     enc.sent = []
@@ -104,14 +104,13 @@ def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings:
         with _scripted_server(scripted_ms) as url:
             label = server or f"the scripted protocol server (its own process on 127.0.0.1) at {scripted_ms:g} ms per text, one request at a time"
             return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=url), model, runs, label)
-    from bench.cli import _stage
 
     if not settings.embed_base_url:
         raise SystemExit("bench ingest --endpoint needs the endpoint: --endpoint URL (or RAGCORE_EMBED_BASE_URL)")
     files = sample_files(corpus, limit)
     pairs = []
     with tempfile.TemporaryDirectory() as tmp:
-        staging = _stage(corpus, files, Path(tmp) / "corpus")
+        staging = stage_sample(corpus, files, Path(tmp) / "corpus")
         for k in range(runs):
             ours, sent = _run_ragcore(staging, Path(tmp) / f"data{k}", settings, model)
             direct = _run_direct(sent, settings, model)

@@ -46,8 +46,8 @@ def _wrap(owner: Any, attr: str, name: str, events: list[Event], t0: Callable[[]
 
 
 def _instrument(events: list[Event], t0: Callable[[], float]) -> None:
-    import ragcore.ingest.pipeline as pipeline
-    import ragcore.ingest.writer as writer
+    import ragcore.ingest.batch_writer as pipeline
+    import ragcore.ingest.run as writer
     import ragcore.storage.headings as headings
     import ragcore.storage.publisher as publisher
     import ragcore.storage.reads as reads

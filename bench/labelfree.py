@@ -60,8 +60,8 @@ class CachedHost:
         return self.engine.encoder
 
     @property
-    def retriever(self) -> HybridSearch:
-        return self.engine.retriever
+    def hybrid_search(self) -> HybridSearch:
+        return self.engine.hybrid_search
 
     def support(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> Support:
         if question not in self.cache:

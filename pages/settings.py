@@ -16,7 +16,7 @@ import streamlit as st
 
 from ragcore.settings.app_file import PERSISTED, settings_path, value_of
 from ragcore.settings.config import ConfigError
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 from ui import state
 from ui.render import md_code, md_escape, md_inline
 

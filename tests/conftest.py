@@ -94,7 +94,7 @@ def guide_folder() -> Path:
     each user takes a copy (``copy_guide``), so what one writes never reaches another."""
     from filelock import FileLock
 
-    from ragcore.engine.demo import ensure_demo_collection
+    from ragcore.eval.demo import ensure_demo_collection
 
     with _guide_lock:
         if not _guide:

@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from ragcore.engine.demo import DEMO_COLLECTION, demo_corpus_dir, ensure_demo_collection
+from ragcore.eval.demo import DEMO_COLLECTION, demo_corpus_dir, ensure_demo_collection
 
 from .jobs import IngestJob
 from .render import md_escape, md_inline
+from .runtime import friendly
 
 if TYPE_CHECKING:
     from ragcore.types import IngestReport
 
-    from .state import Runtime
+    from .runtime import Runtime
 
 GUIDE_EXAMPLE = "What does the threshold apply to?"
 
@@ -45,7 +46,7 @@ def start_demo(rt: "Runtime") -> None:
             report = ensure_demo_collection(rt.engine, progress=job.progress, chunk_progress=job.chunk_progress)
             job.current = "loading the search index"
             rt.engine.encoder.encode(["warm up the embedding model"])
-            rt.engine.retriever.index(DEMO_COLLECTION)
+            rt.engine.hybrid_search.index(DEMO_COLLECTION)
             rt.demo_report = report
             assert report is not None  # the collection was missing: it was ingested
             return report
@@ -145,7 +146,6 @@ def ensure_demo(rt: "Runtime") -> None:
             _copy_old_store(rt.engine.store)
             start_demo(rt)
         except Exception as exc:  # noqa: BLE001
-            from .state import friendly  # here: state imports this module
 
             rt.demo_error = friendly(exc, "Preparing the demo collection")
         finally:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ragcore.types import CollectionInfo
 
 if TYPE_CHECKING:
-    from .state import Runtime
+    from .runtime import Runtime
 
 
 def start_warmup(rt: "Runtime", collection: str, *, sentences: bool = True) -> None:
@@ -35,7 +35,7 @@ def start_warmup(rt: "Runtime", collection: str, *, sentences: bool = True) -> N
             rt.engine.topic_index(collection)
             if not sentences and not rt.engine.store.is_embedded:
                 return  # a Qdrant server searches by itself: no in-process index to load
-            chunks = rt.engine.retriever.index(collection).chunks
+            chunks = rt.engine.hybrid_search.index(collection).chunks
             if not sentences:
                 return
             texts: list[str] = []

@@ -284,7 +284,7 @@ class CalibrationHost(Protocol):
 
     store: Store
     encoder: OnnxMiniLM
-    retriever: HybridSearch
+    hybrid_search: HybridSearch
 
     def support(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> Support: ...
 
@@ -293,7 +293,7 @@ def corpus_chunks(host: CalibrationHost, collection: str, max_docs: int = 60) ->
     """The chunks to generate questions from: the in-process index's (loaded anyway for
     scoring) on the embedded store; on a server, those of a seeded sample of documents."""
     if host.store.is_embedded:
-        return host.retriever.index(collection).chunks
+        return host.hybrid_search.index(collection).chunks
     paths = sorted({ref.path for ref in host.store.point_refs(collection)})
     sample = random.Random(SEED).sample(paths, min(max_docs, len(paths)))
     return [c for p in sample for c in host.store.chunks_of(collection, p)]
@@ -319,7 +319,7 @@ def calibration_scores(
         generated = []  # too few to say where the corpus's questions score
     offtopic = offtopic_questions()
     # one batch in the collection's own model; support() finds them cached
-    host.retriever.encoder_for(collection).encode_queries([g.question for g in generated] + offtopic)
+    host.hybrid_search.encoder_for(collection).encode_queries([g.question for g in generated] + offtopic)
     a = tuple(host.support(g.question, s, collection).score for g in generated)
     o = tuple(host.support(q, s, collection).score for q in offtopic)
     return CalibrationScores(tuple(generated), a, o)

@@ -14,7 +14,7 @@ from typing import Sequence
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from ragcore.llamaindex.nodes import CITATION_KEY, chunk_from_node
+from ragcore.storage.nodes import CITATION_KEY, chunk_from_node
 from ragcore.types import Evidence, Origin, ScoreKind
 from ragcore.citations.evidence import evidence_from_candidates
 

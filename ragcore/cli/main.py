@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 from ragcore.cli.plugins import BENCH_HELP
 from ragcore.cli.common import UsageError, attach_negative_values, dump_json, settings_from_args, term_safe
 from ragcore.settings.config import ConfigError, RagcoreSettings
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 
 if TYPE_CHECKING:
     from ragcore.cli.selection_file import Passage
@@ -286,9 +286,16 @@ def collection_state(info) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ragcore.service.server import serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+    import importlib.util
 
-    return serve(args)
+    missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"ragcore serve needs {' and '.join(missing)}, which come with the serve extra: "
+                         'pip install "ragcore[serve]"')
+    from ragcore.service.server import one_blas_thread, serve  # FastAPI and uvicorn load here only, never for `ragcore ask`
+
+    one_blas_thread()  # before the settings are resolved: BLAS reads its variables once, when numpy loads
+    return serve(args, settings_from_args(args))
 
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -366,7 +373,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     add_mcp_parser(sub)
 
-    from ragcore.eval.bars_cli import add_bars_parser
+    from ragcore.cli.bars_command import add_bars_parser
 
     add_bars_parser(sub)
 
@@ -375,7 +382,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
             sub.add_parser(name, help=text, add_help=False)
         return p
     from ragcore.cli.plugins import add_plugin_parsers
-    from ragcore.eval.cli import add_eval_parser
+    from ragcore.cli.eval_command import add_eval_parser
 
     add_eval_parser(sub)
     add_plugin_parsers(sub)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ragcore.cli.common import UsageError, read_regular_file, term_safe
 from ragcore.engine.selection import document_selection
 from ragcore.ingest.read.loaders import LoadError, kind_for, load_bytes
-from ragcore.safety.redact import looks_like_secret
+from ragcore.settings.redact import looks_like_secret
 
 # the kinds whose text is not their source lines; any other file's lines are its text, as ingested
 MAPPED_KINDS = ("html", "pdf")

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragcore.encoders.base import CachingEncoder, EmbedError, ModelRecord, unit_rows
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
@@ -60,7 +60,7 @@ class OpenAIEmbedder(CachingEncoder):
 
     @property
     def ingest_batch(self) -> int:
-        """Chunks an ingest embeds at a time: one request's worth (ingest/writer.py)."""
+        """Chunks an ingest embeds at a time: one request's worth (ingest/run.py)."""
         return self.batch
 
     @property

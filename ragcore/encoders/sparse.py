@@ -31,7 +31,7 @@ STOPWORDS = frozenset(
 )
 
 # Bump when tokenize() or the weights change: stored sparse vectors are then recomputed on
-# the next ingest (see ingest.pipeline.index_fingerprint).
+# the next ingest (see ingest.batch_writer.index_fingerprint).
 SPARSE_VERSION = "bm25-2"
 K1 = 1.2
 B = 0.75

@@ -28,7 +28,7 @@ from ragcore.safety.guardrails import is_hedged, route_question
 from ragcore.synthesis.llm.errors import KEEPS_PARTIAL
 from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
 from ragcore.engine.stages import (
-    NOTHING_TO_QUOTE, AskRequest, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
+    NOTHING_TO_QUOTE, Question, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
     build_answer, cancelled_answer, exempt, failed_answer, failure_message, request_problem, routed_answer,
     selection_evidence,
 )
@@ -52,7 +52,7 @@ class Answerer:
     def __init__(self, resources: Resources) -> None:
         self.r = resources
 
-    def stream(self, req: AskRequest, cancel: threading.Event | None = None) -> Iterator[Event]:
+    def stream(self, req: Question, cancel: threading.Event | None = None) -> Iterator[Event]:
         ev = EventFactory(req.request_id)
         t0 = time.perf_counter()
         yield ev("started", question=req.question, context=req.context, collection=req.collection)
@@ -91,7 +91,7 @@ class Answerer:
 
     # ------------------------------------------------------------------ select context + retrieve
 
-    def retrieve(self, req: AskRequest) -> Retrieved:
+    def retrieve(self, req: Question) -> Retrieved:
         s = req.settings
         info = None
         if req.context != "selection":
@@ -112,7 +112,7 @@ class Answerer:
 
     # ------------------------------------------------------------------ assess
 
-    def assess(self, req: AskRequest, retrieved: Retrieved) -> Assessment:
+    def assess(self, req: Question, retrieved: Retrieved) -> Assessment:
         """Answer or abstain, decided before any generation. A selection is judged by its
         sentences, so those contexts compose first; in corpus mode an abstention composes nothing."""
         s, q = req.settings, retrieved.standalone
@@ -137,7 +137,7 @@ class Answerer:
 
     # ------------------------------------------------------------------ synthesize
 
-    def synthesize(self, req: AskRequest, retrieved: Retrieved, assessment: Assessment, ev: EventFactory,
+    def synthesize(self, req: Question, retrieved: Retrieved, assessment: Assessment, ev: EventFactory,
                    cancel: threading.Event | None) -> Generator[Event, None, Synthesis]:
         s = req.settings
         job = SynthesisJob(retrieved.standalone, req.question, retrieved.evidence, req.history, s)
@@ -164,7 +164,7 @@ class Answerer:
 
     # ------------------------------------------------------------------ validate
 
-    def validate(self, req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis) -> Checked:
+    def validate(self, req: Question, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis) -> Checked:
         s = req.settings
         hedge = is_hedged if synthesis.model_written else None  # extractive sentences are the documents' own words
         # no answer makes a viewer load an image; a model's links also show their target
@@ -208,7 +208,7 @@ def _pump(synth: Synthesizer, job: SynthesisJob, ev: EventFactory,
         gen.close()
 
 
-def _failed(ev: EventFactory, req: AskRequest, message: str) -> Iterator[Event]:
+def _failed(ev: EventFactory, req: Question, message: str) -> Iterator[Event]:
     yield ev("error", message=message)
     yield ev("done", status="error", answer=failed_answer(req, message))
 

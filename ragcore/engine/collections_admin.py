@@ -17,7 +17,7 @@ from typing import Any
 
 from ragcore.ingest.read.loaders import read_bytes
 from ragcore.ingest.discover import discover
-from ragcore.ingest.writer import UPLOAD_ROOT, corpus_version
+from ragcore.ingest.run import UPLOAD_ROOT, corpus_version
 from ragcore.engine.engine import Engine
 from ragcore.storage.store import StoreError, is_incomplete, utc_now  # noqa: F401 (is_incomplete re-exported)
 
@@ -25,7 +25,7 @@ COPY_BATCH = 256  # points per scroll/upsert while renaming: bounds memory for l
 
 
 class Cancelled(Exception):
-    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/writer.py)."""
+    """Raised from an ingest's progress callback to stop it; what was written stays (see ingest/run.py)."""
 
 
 class AdminError(StoreError):
@@ -60,7 +60,7 @@ def rename_collection(engine: Engine, old: str, new: str) -> int:
             engine.drop(new)
             raise
         engine.drop(old)
-    engine.retriever.invalidate(new)
+    engine.hybrid_search.invalidate(new)
     return moved
 
 
@@ -82,7 +82,7 @@ def delete_document(engine: Engine, collection: str, path: str) -> int:
         hashes = {r.path: r.doc_hash for r in refs if r.path != path}
         store.write_meta(collection, {"corpus_version": corpus_version(hashes), "documents": len(hashes),
                                       "built_at": utc_now()})
-    engine.retriever.invalidate(collection)
+    engine.hybrid_search.invalidate(collection)
     return len(ids)
 
 
@@ -103,7 +103,7 @@ def record_cancelled(engine: Engine, collection: str, root: str | None) -> None:
         if root and root != UPLOAD_ROOT and not meta.get("root"):
             update["root"] = root
         store.write_meta(collection, update)
-    engine.retriever.invalidate(collection)
+    engine.hybrid_search.invalidate(collection)
 
 
 # --------------------------------------------------------------------------- staleness

@@ -28,9 +28,8 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.encoders.registry import EncoderPool, ingest_encoder, record_of
 from ragcore.engine.answerer import Answerer, Resources
 from ragcore.engine.generation import Generators
-from ragcore.engine.stages import AskRequest, ContextMode, SelectionInput, selection_evidence
+from ragcore.engine.stages import Question, ContextMode, SelectionInput, selection_evidence
 from ragcore.engine.view import CollectionView
-from ragcore.ingest.writer import UPLOAD_ROOT, ChunkProgress, Progress, SourceFile, discover, ingest
 from ragcore.retrieval import HybridSearch, apply_cuts
 from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.cutrules import EVIDENCE_PER_DOC
@@ -45,6 +44,7 @@ from ragcore.types import Answer, Chunk, CollectionInfo, Event, IngestReport, Re
 LIST_WAIT_S = 2.0
 
 if TYPE_CHECKING:
+    from ragcore.ingest.run import ChunkProgress, Progress
     from ragcore.llamaindex.retriever import HybridRetriever
 
 AskMode = ContextMode  # the first version's name
@@ -66,11 +66,17 @@ class Engine:
         self.encoders = EncoderPool(self.encoder)
         self.store = store or Store(settings, embed_headings=self.encoder.encode_uncached,
                                     embed_for_model=lambda rec: self.encoders.for_record(rec, self.settings).encode_uncached)
-        self.retriever = HybridSearch(self.store, self.encoder, encoder_for=self.embedder)
+        self.hybrid_search = HybridSearch(self.store, self.encoder, encoder_for=self.embedder)
         self.topics = TopicIndexes(self.store, self.encoder, encoder_for=self.embedder)
         self.generators = Generators(generator_factory)
-        self.retriever.rerankers = Rerankers(lambda s: self.generators.for_settings(s).complete)  # RAGCORE_RERANK=llm
+        self.hybrid_search.rerankers = Rerankers(lambda s: self.generators.for_settings(s).complete)  # RAGCORE_RERANK=llm
         self._scorer = SupportScorer(encoder=self.encoder.encode)
+
+    @property
+    def retriever(self) -> HybridSearch:
+        """The old name of ``hybrid_search``, kept for callers written before the rename: it is not a
+        LlamaIndex retriever (``retriever_for()`` returns that)."""
+        return self.hybrid_search
 
     def vector_store(self, collection: str | None = None):
         """The collection as a LlamaIndex vector store: ``SnapshotVectorStore`` on the embedded store
@@ -95,7 +101,7 @@ class Engine:
 
     def view(self, collection: str | None = None) -> CollectionView:
         """What answering on ``collection`` reads (its search, topics, bar, unseen-words check)."""
-        return CollectionView(collection or self.settings.collection, self.store, self.retriever, self.topics,
+        return CollectionView(collection or self.settings.collection, self.store, self.hybrid_search, self.topics,
                               self.encoder, self.embedder(collection or self.settings.collection))
 
     # ------------------------------------------------------------------ corpus
@@ -108,6 +114,8 @@ class Engine:
         """Ingest files or folders; ``calibrate``: set the label-free abstain bar when the corpus changed;
         ``rebuild``: drop the collection first (to build it again, e.g. with another embedding model);
         ``chunk_progress(written, queued)`` hears each written batch of chunks."""
+        from ragcore.ingest.run import discover, ingest  # writers only: a question never loads the ingest pipeline
+
         s = settings or self.settings
         name = collection or s.collection
         check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
@@ -126,6 +134,8 @@ class Engine:
         settings: RagcoreSettings | None = None, calibrate: bool = True, chunk_progress: ChunkProgress | None = None,
     ) -> IngestReport:
         """Add uploaded files (name, bytes) to a collection; other documents stay."""
+        from ragcore.ingest.run import UPLOAD_ROOT, SourceFile, ingest
+
         s = settings or self.settings
         name = collection or s.collection
         check_collection_name(name)  # before any folder is made for it: a clear message, not OSError 36
@@ -157,7 +167,7 @@ class Engine:
         """Calibrate, as a named step, and report the ingest's whole time: the report's ``seconds`` left
         the calibration out (5,206 s reported for ~5,552 s seen on a 772-page corpus)."""
         started = time.perf_counter()
-        self.retriever.invalidate(name)
+        self.hybrid_search.invalidate(name)
         if calibrate:  # a new corpus version gets its own label-free abstain bar (autocalibrate.py)
             if progress:
                 progress(files, files, "calibrating the abstain bar")
@@ -167,7 +177,7 @@ class Engine:
     def drop(self, collection: str) -> None:
         """Delete a collection and its metadata (the next ingest starts from scratch)."""
         self.store.drop(collection)
-        self.retriever.invalidate(collection)
+        self.hybrid_search.invalidate(collection)
         self.topics.invalidate(collection)
 
     def repair_snapshots(self, collection: str | None = None, failed: dict[str, str] | None = None) -> list[str]:
@@ -183,7 +193,7 @@ class Engine:
             try:
                 if self.store.refresh_snapshot(n):
                     done.append(n)
-                    self.retriever.invalidate(n)
+                    self.hybrid_search.invalidate(n)
             except StoreError as exc:  # damage in one collection: its snapshot is left as it was
                 if failed is None:
                     raise
@@ -201,7 +211,7 @@ class Engine:
         name = collection or self.settings.collection
         snap = self.store.snapshot(name) if self.store.exists(name) else None
         if snap is not None:  # the index's document column, not a scan of every chunk
-            paths, doc_of = self.retriever.index(name).documents()
+            paths, doc_of = self.hybrid_search.index(name).documents()
             return [(p, int(n)) for p, n in zip(paths, np.bincount(doc_of, minlength=len(paths))) if n]
         paths = [r.path for r in self.store.point_refs(name)]
         counts: dict[str, int] = {}
@@ -216,7 +226,7 @@ class Engine:
 
     def retrieve(self, question: str, settings: RagcoreSettings | None = None, collection: str | None = None) -> RetrievalResult:
         s = settings or self.settings
-        return self.retriever.search(collection or s.collection, question, s)
+        return self.hybrid_search.search(collection or s.collection, question, s)
 
     def warm(self, collection: str | None = None) -> None:
         """Open what a question on ``collection`` reads first (its search index and its section
@@ -225,7 +235,7 @@ class Engine:
         name = collection or self.settings.collection
         try:
             if self.store.exists(name):
-                self.retriever.index(name)
+                self.hybrid_search.index(name)
                 self.topic_index(name)
         except Exception:  # noqa: BLE001 - only a head start: the question meets the same problem and reports it
             pass
@@ -281,7 +291,7 @@ class Engine:
         s = settings or self.settings
         from ragcore.llamaindex.retriever import HybridRetriever  # LlamaIndex loads here, not on the question path
 
-        return HybridRetriever(self.retriever, collection or s.collection, s)
+        return HybridRetriever(self.hybrid_search, collection or s.collection, s)
 
     # ------------------------------------------------------------------ answering
 
@@ -309,7 +319,7 @@ class Engine:
             selection = SelectionInput(selection, selection_source)
         if selection is not None and context == "corpus":
             context = "both"
-        req = AskRequest(question=question, context=context, collection=collection or s.collection, settings=s,
+        req = Question(question=question, context=context, collection=collection or s.collection, settings=s,
                          request_id=uuid.uuid4().hex[:12], selection=selection, history=tuple(history))
         resources = Resources(view=self.view(req.collection), encoder=self.encoder, scorer=self._scorer,
                               generators=self.generators)

@@ -43,7 +43,10 @@ class SelectionInput:
 
 
 @dataclass(frozen=True)
-class AskRequest:
+class Question:
+    """One question as the Answerer runs it: the text, where the evidence comes from and the settings
+    in force (the HTTP body that may carry it is the service's ``AskRequest``)."""
+
     question: str
     context: ContextMode
     collection: str
@@ -89,7 +92,7 @@ class Checked:
 # ---------------------------------------------------------------- route / select context
 
 
-def request_problem(req: AskRequest) -> str | None:
+def request_problem(req: Question) -> str | None:
     """Why the request cannot be answered at all, before any work (None: it can)."""
     if not req.question or not req.question.strip():
         return "The question is empty: type a question first."
@@ -98,7 +101,7 @@ def request_problem(req: AskRequest) -> str | None:
     return None
 
 
-def routed_answer(req: AskRequest, route: Route) -> Answer:
+def routed_answer(req: Question, route: Route) -> Answer:
     """Small talk, questions about the tool and boundary rules get a fixed reply, no retrieval."""
     action = f"{route.kind}: {route.rule}" if route.rule else route.kind
     return Answer(question=req.question, answer=route.reply or "", status="ok",
@@ -167,7 +170,7 @@ INCOMPLETE_NOTE = ("incomplete collection: an ingest into it did not finish (can
                    "again) to complete it")
 
 
-def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis,
+def build_answer(req: Question, retrieved: Retrieved, assessment: Assessment, synthesis: Synthesis,
                  checked: Checked, latency_ms: Mapping[str, float]) -> Answer:
     meta: dict[str, Any] = {
         **req.base_meta(),
@@ -200,13 +203,13 @@ def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, 
     )
 
 
-def cancelled_answer(req: AskRequest, retrieved: Retrieved, synthesis: Synthesis, latency_ms: Mapping[str, float]) -> Answer:
+def cancelled_answer(req: Question, retrieved: Retrieved, synthesis: Synthesis, latency_ms: Mapping[str, float]) -> Answer:
     return Answer(question=req.question, answer=synthesis.text, status="partial", evidence=retrieved.evidence,
                   candidates=retrieved.candidates,
                   metadata={**req.base_meta(), "generator": synthesis.generator, "latency_ms": dict(latency_ms)},
                   error_message="Cancelled by the user.")
 
 
-def failed_answer(req: AskRequest, message: str) -> Answer:
+def failed_answer(req: Question, message: str) -> Answer:
     return Answer(question=req.question, answer="", status="error", metadata=req.base_meta(), error_message=message)
 

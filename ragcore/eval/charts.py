@@ -116,6 +116,16 @@ def chart_paths(stem: Path, report: EvalReport) -> dict[str, Path]:
     return out
 
 
+def charts_available() -> bool:
+    """Altair and pandas draw the charts; they come with the app (pip install "ragcore[app]")."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("altair", "pandas"))
+
+
+CHARTS_NEED = 'no charts: they need Altair and pandas (pip install "ragcore[app]")'
+
+
 def write_charts(report: EvalReport, stem: Path | str) -> dict[str, Path]:
     """A comparison chart of every configuration, one chart per sweep (each metric against
     the swept value) and the base run's best-support scores against the abstain bar. PNG when ``vl-convert-python`` is installed, else a self-contained HTML

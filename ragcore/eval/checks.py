@@ -27,7 +27,7 @@ def stale_chunks(engine: Any, collection: str, settings: RagcoreSettings) -> tup
     points carry fingerprints that differ from what this code would write; ``None`` when they
     all match (or the store keeps no fingerprints)."""
     try:
-        from ragcore.ingest.writer import index_fingerprint
+        from ragcore.ingest.run import index_fingerprint
 
         want = index_fingerprint(settings)
         fps = [getattr(r, "fp", "") for r in engine.store.point_refs(collection)]

@@ -4,7 +4,7 @@ right before them ("Note that this…", "However, …": ``compose_rules.leans_ba
 For every question of a data set (answerable and not) the collection's evidence is composed with
 the configuration's settings, and each answer unit is checked: does it lean back, and if so, is
 the unit before it in the answer the sentence it leans on (the same evidence piece, only
-whitespace between)? ``compose_context.py`` quotes the figures this prints.
+whitespace between)? ``context.py`` quotes the figures this prints.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Work on a stream of items in a few threads, handing the results on in the order the items came.
 
-Ingest's embedding stage uses it (writer.py): an embeddings endpoint answers several requests at
+Ingest's embedding stage uses it (run.py): an embeddings endpoint answers several requests at
 once, but the store must see the batches in order (a file's old points are deleted only after the
 batch that holds its last new chunk, which is what makes a crash safe). ``Executor.map`` would
 submit the whole stream up front; this keeps at most ``window`` items taken and ``workers`` of them

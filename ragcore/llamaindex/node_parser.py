@@ -2,7 +2,7 @@
 
 :class:`LineAwareNodeParser` runs the same core as :func:`ragcore.ingest.chunking.chunk_document`
 (:func:`~ragcore.ingest.chunking.locate_chunks`) and turns each chunk into a TextNode with
-:func:`ragcore.llamaindex.nodes.chunk_to_node`, so its nodes carry path, line span, section, anchor and
+:func:`ragcore.storage.nodes.chunk_to_node`, so its nodes carry path, line span, section, anchor and
 page under the shared metadata keys, none of which reaches the LLM or the embedder.
 
 Two kinds of input:
@@ -15,7 +15,7 @@ Two kinds of input:
   payload) and is excluded from the LLM and embed text of the Document itself;
 * any other LlamaIndex Document (``SimpleDirectoryReader`` …): its text's lines are numbered
   from 1, the path comes from its ``path``/``file_path``/``file_name`` metadata (the order
-  :func:`ragcore.llamaindex.nodes.chunk_from_node` reads), a numeric ``page_label``/``page`` becomes the
+  :func:`ragcore.storage.nodes.chunk_from_node` reads), a numeric ``page_label``/``page`` becomes the
   page, and the text is taken as is (no "\\r" stripping), so every node's text is
   ``document.text[start_char_idx:end_char_idx]``.
 """
@@ -40,7 +40,7 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.ingest.chunking import locate_chunks
-from ragcore.llamaindex.nodes import chunk_to_node
+from ragcore.storage.nodes import chunk_to_node
 from ragcore.types import LoadedDocument, SourceLine
 
 __all__ = ["LINES_KEY", "LineAwareNodeParser", "document_from_loaded", "loaded_from_document"]

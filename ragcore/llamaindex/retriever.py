@@ -4,7 +4,7 @@ It returns the ranked candidate pool as ``NodeWithScore``s: ``score`` is the sco
 them in the retrieval mode (cosine, BM25, or the fused RRF/weighted score), and each node's
 metadata carries all of them (``cosine``, ``bm25``, ``fused``, ``score_kind``) with each branch's
 rank (``dense_rank``, ``sparse_rank``, ``fused_rank``) and the overall ``rank``. None of those keys
-reaches the LLM. The cuts are node post-processors (``cuts.py``)::
+reaches the LLM. The cuts are node post-processors (``postprocessors.py``)::
 
     retriever = engine.retriever_for("guide")  # or HybridRetriever(HybridSearch(store, encoder), "guide", settings)
     engine_ = RetrieverQueryEngine.from_args(retriever, llm=..., node_postprocessors=[
@@ -19,7 +19,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ragcore.settings.config import RagcoreSettings
-from ragcore.llamaindex.nodes import candidate_to_node
+from ragcore.storage.nodes import candidate_to_node
 from ragcore.types import RetrievalResult
 
 

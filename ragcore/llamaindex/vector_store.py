@@ -51,7 +51,7 @@ from llama_index.core.vector_stores.types import (
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.snapshot import width_of
-from ragcore.llamaindex.nodes import candidate_to_node, chunk_from_node
+from ragcore.storage.nodes import candidate_to_node, chunk_from_node
 from ragcore.retrieval.fusion import rank_pool, rank_score_kind
 from ragcore.retrieval.pools import local_pool
 from ragcore.retrieval.search import HybridSearch

@@ -2,7 +2,7 @@
 
 Each rule is written once, here, without LlamaIndex: :func:`apply_cuts` runs them over ragcore's
 candidates on the question and lab paths (no node objects, and no ``llama_index`` import: a
-cold ``ragcore ask`` does not pay for it), and the node post-processors of ``cuts.py`` run the
+cold ``ragcore ask`` does not pay for it), and the node post-processors of ``llamaindex/postprocessors.py`` run the
 same rules over LlamaIndex nodes.
 
 The threshold always applies to the cosine similarity between question and chunk, whatever
@@ -134,7 +134,7 @@ def keep_top(items: Sequence[CutItem], top_k: int) -> list[bool]:
 
 
 @dataclass(frozen=True)
-class Rule:
+class Cut:
     """One cut: the reason it records and the function that keeps or drops each item."""
 
     reason: DropReason
@@ -145,12 +145,12 @@ def rule_chain(*, top_k: int, threshold: float, dedupe: bool, per_doc: int = 0,
                rerank_threshold: float = 0.0, seats: int = 0) -> list[CutRule]:
     """The cuts' rules in the order they apply."""
     return [
-        Rule("threshold", partial(keep_above, threshold=threshold)),
-        *([Rule("threshold", partial(keep_reranked_above, threshold=rerank_threshold))] if rerank_threshold > 0 else []),
-        *([Rule("dedupe", keep_first_of_section)] if dedupe else []),
-        *([Rule("per_doc", partial(keep_per_document, per_doc=per_doc))] if per_doc > 0 else []),
+        Cut("threshold", partial(keep_above, threshold=threshold)),
+        *([Cut("threshold", partial(keep_reranked_above, threshold=rerank_threshold))] if rerank_threshold > 0 else []),
+        *([Cut("dedupe", keep_first_of_section)] if dedupe else []),
+        *([Cut("per_doc", partial(keep_per_document, per_doc=per_doc))] if per_doc > 0 else []),
         # seats > 0: the best passage of a document the top-K lacks joins it (passage_seats.py)
-        Rule("top_k", partial(keep_top_with_seats, top_k=top_k, seats=seats) if seats > 0 else partial(keep_top, top_k=top_k)),
+        Cut("top_k", partial(keep_top_with_seats, top_k=top_k, seats=seats) if seats > 0 else partial(keep_top, top_k=top_k)),
     ]
 
 

@@ -21,7 +21,7 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.storage.search_index import SearchIndex
 from ragcore.storage.store import Store
 from ragcore.types import Candidate, ScoreKind
-from ragcore.retrieval.names import NameIndex
+from ragcore.storage.name_index import NameIndex
 from ragcore.retrieval.profiles import DocumentProfiles
 
 

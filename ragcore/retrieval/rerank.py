@@ -29,7 +29,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 from ragcore.settings.models import parse_rerank
 from ragcore.types import Candidate, RetrievalResult
 

@@ -4,7 +4,7 @@ Jobs run one at a time in one worker thread (an ingest holds the embedded store'
 two at once would only wait for each other). ``DELETE /api/jobs/{id}`` sets the job's cancel flag;
 the engine's progress callback then raises :class:`Cancelled`, which stops the ingest after its
 last completed batch: what was written stays consistent and a new upload of the same files
-completes it (ingest/writer.py).
+completes it (ingest/run.py).
 
 With several workers (``ragcore serve --workers N``) a request may reach a worker other than the
 one running the job, so a job's state is also written to ``<data dir>/serve-jobs/<id>.json``

@@ -1,4 +1,5 @@
-"""`ragcore serve`: settings checked like every other command's, then uvicorn.
+"""`ragcore serve`: settings checked like every other command's (by the command line, which passes
+them in), then uvicorn.
 
 One worker serves the app built here; ``--workers N`` starts N uvicorn worker processes, each
 building its own engine from the environment this process validated (the options are written
@@ -13,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from ragcore.settings.config import ConfigError
+from ragcore.settings.config import ConfigError, RagcoreSettings
 from ragcore.settings.service import ServiceSettings
 
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -44,13 +45,12 @@ def one_blas_thread(environ: dict[str, str] | Any = os.environ) -> None:
         environ.setdefault(name, "1")
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, settings: RagcoreSettings) -> int:
+    """Serve ``settings`` (resolved from ``args`` and the environment by the caller) on ``args``'
+    host, port and worker count."""
     one_blas_thread()
     import uvicorn
 
-    from ragcore.cli.common import settings_from_args
-
-    settings = settings_from_args(args)
     svc = ServiceSettings.from_env(os.environ, host=args.host, port=args.port, workers=args.workers)
     problem = svc.problem()
     if problem:
@@ -72,7 +72,7 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export(args: argparse.Namespace, settings) -> None:
+def _export(args: argparse.Namespace, settings: RagcoreSettings) -> None:
     """What the options set, for the worker processes (they read only the environment)."""
     if getattr(args, "data_dir", None):
         os.environ["RAGCORE_DATA_DIR"] = str(settings.data_dir)

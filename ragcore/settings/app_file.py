@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ragcore.settings.config import LLM_ENV_PREFIX, ENV_PREFIX, ConfigError, LlmSettings, RagcoreSettings, default_data_dir, env_values
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 
 FILE_NAME = "app_settings.json"
 FORMAT = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 from ragcore.settings.models import spec_problem
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_args
 
-from ragcore.safety.redact import redact_url
+from ragcore.settings.redact import redact_url
 
 ENV_PREFIX = "RAGCORE_"
 LLM_ENV_PREFIX = "RAGCORE_LLM_"

@@ -195,7 +195,7 @@ class ChunkTable(Sequence[Chunk]):
         return np.flatnonzero(self.doc_of == k)
 
     def persisted_names(self) -> dict[str, Any] | None:
-        """The name index written at publish (names.json; see retrieval.names), None when absent."""
+        """The name index written at publish (names.json; see storage.name_index), None when absent."""
         return self.persisted("names.json")
 
     def persisted(self, name: str) -> Any | None:

@@ -19,7 +19,6 @@ a public API): where a release moves them, nothing is tuned and writes keep the 
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,10 @@ from ragcore.storage.snapshot import Stamp, file_stamp
 LOG_SUFFIX = "-wal"
 
 
-def _connections(client: Any) -> dict[str, sqlite3.Connection]:
+def _connections(client: Any) -> dict[str, Any]:
     """Each local collection's SQLite connection, by collection name (empty on a server)."""
+    import sqlite3  # local mode only: a question answered from a snapshot never needs it
+
     local = getattr(client, "_client", None)
     out = {}
     for name, coll in dict(getattr(local, "collections", None) or {}).items():

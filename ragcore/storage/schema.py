@@ -64,7 +64,7 @@ class PointRef:
     path: str
     doc_hash: str
     doc_chunks: int
-    fp: str = ""  # index fingerprint the point was written with (see ingest.writer)
+    fp: str = ""  # index fingerprint the point was written with (see ingest.run)
 
 
 @dataclass(frozen=True)

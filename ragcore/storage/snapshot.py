@@ -329,7 +329,7 @@ def _write_data(d: Path, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Spa
 
 def _names(chunks: Sequence[Chunk]) -> dict[str, Any]:
     """The name index (named pages are on by default), built here once instead of per process."""
-    from ragcore.retrieval.names import NameIndex  # not at module level: ragcore.retrieval imports the store
+    from ragcore.storage.name_index import NameIndex  # publishing only (the read path loads names.json)
 
     return NameIndex.build(chunks).to_json()
 

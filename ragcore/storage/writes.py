@@ -35,7 +35,7 @@ class PointWriter:
     def write_chunks(self, name: str, chunks: Sequence[Chunk], dense: np.ndarray, doc_chunks: Mapping[str, int],
                      fingerprint: str = "") -> None:
         """Upsert chunks with their dense vectors; sparse vectors are computed on the way in."""
-        from ragcore.llamaindex.nodes import chunk_to_node
+        from ragcore.storage.nodes import chunk_to_node
 
         nodes = []
         for c, vec in zip(chunks, dense):

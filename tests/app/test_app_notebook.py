@@ -57,7 +57,7 @@ def test_ask_shows_answer_with_citations_badges_latency_and_persists(app_env):
     # survives a reload: a new session reads the notebook back
     at2 = started()
     assert "threshold applies" in markdown_text(at2)
-    assert elapsed < 20, elapsed
+    assert elapsed < 120, elapsed  # a few seconds quiet: a bound far above need, not a speed target
 
 
 def test_warm_demo_question_answers_under_three_seconds(app_env):

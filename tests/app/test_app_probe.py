@@ -103,7 +103,7 @@ def test_a_chunk_cut_by_the_per_document_cap_is_reported_as_such():
     # cannot arrange reliably; so the verdict is read off a pool cut the way cutrules.py cuts it
     from ragcore.settings.config import RagcoreSettings
     from ragcore.types import Candidate, Chunk, RetrievalResult
-    from ui.probe import _in_pool_verdict
+    from ragcore.engine.probe import _in_pool_verdict
 
     def cand(i: int, path: str, reason: str | None) -> Candidate:
         chunk = Chunk(chunk_id=f"c{i}", text=f"text {i}", path=path, doc_hash="h", kind="markdown",

@@ -37,7 +37,7 @@ def _drain(pump: Pump, recorder: RunRecorder, *, stop_after_tokens: int | None =
 
 def test_stop_cancels_the_llm_stream_and_keeps_the_partial_text(app_env, openai_server):
     rt = shared_runtime()
-    pieces = [f"word{i} " for i in range(40)]
+    pieces = [f"word{i} " for i in range(400)]  # 60 s to the end: a stop that waited for it is seen whatever the load
     openai_server.script([Text(pieces, delay=0.15)])
     s = rt.settings.with_(llm=LlmSettings(base_url=openai_server.base_url, model="test-model", api_key="k", max_retries=0))
     recorder = RunRecorder(QUESTION, context_mode="corpus", collection="guide", config=s.public_dict())
@@ -46,12 +46,12 @@ def test_stop_cancels_the_llm_stream_and_keeps_the_partial_text(app_env, openai_
     pump = Pump(rt.engine.stream(QUESTION, settings=s, collection="guide", cancel=cancel), cancel)
     assert _drain(pump, recorder, stop_after_tokens=3, cancel=cancel)
     took = time.monotonic() - t0
-    assert took < 40 * 0.15, "stopped long before the model finished"
+    assert took < 30, "stopped long before the model finished"  # ~1-2 s quiet
     req = openai_server.generation_requests()[-1]
     assert req.disconnected.wait(5), "the HTTP stream to the model was closed"
     run = recorder.finish(cancelled=True)
     assert run.outcome == "cancelled"
-    assert run.text.startswith("word0 word1 word2") and "word39" not in run.text
+    assert run.text.startswith("word0 word1 word2") and "word399" not in run.text
     assert run.answer["status"] == "partial" and "Stopped" in run.answer["error_message"]
     assert run.evidence, "the evidence that arrived before the first token is kept"
 

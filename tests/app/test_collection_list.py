@@ -26,7 +26,7 @@ class Reader:
         return [f"read {self.calls}"]  # type: ignore[list-item]
 
 
-def _wait(pred, timeout: float = 5.0) -> None:
+def _wait(pred, timeout: float = 60.0) -> None:  # a bound far above need: met in ms
     end = time.monotonic() + timeout
     while not pred():
         assert time.monotonic() < end, "timed out"

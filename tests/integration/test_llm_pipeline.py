@@ -136,20 +136,20 @@ def test_cancel_mid_stream_closes_the_connection(llm_engine) -> None:
             done = ev
     assert done is not None and done.data["status"] == "cancelled"
     rec = server.generation_requests()[0]
-    assert rec.disconnected.wait(2.0), "the server never saw the client go away"
+    assert rec.disconnected.wait(10), "the server never saw the client go away"
 
 
 def test_closing_the_generator_closes_the_http_stream(llm_engine) -> None:
     engine, server, settings = llm_engine
-    server.script([Text([f"tok{i} " for i in range(50)], delay=0.05)])
+    server.script([Text([f"tok{i} " for i in range(1000)], delay=0.05)])  # 50 s to the end
     stream = engine.stream(Q, settings=settings())
     for ev in stream:
         if ev.type == "token":
             break
     t0 = time.monotonic()
     stream.close()  # what Ctrl-C in the CLI does
-    assert server.generation_requests()[0].disconnected.wait(2.0)
-    assert time.monotonic() - t0 < 2.0
+    assert server.generation_requests()[0].disconnected.wait(20)
+    assert time.monotonic() - t0 < 20  # ms quiet; far below the answer's own 50 s
 
 
 def test_selection_mode_gives_the_model_only_the_selection(llm_engine) -> None:

@@ -100,10 +100,10 @@ def test_no_endpoint_configured_is_a_note_not_a_failure(engine) -> None:
 def test_llm_rerank_is_one_listwise_call_to_the_chat_model(engine, openai_server) -> None:
     llm = LlmSettings(base_url=openai_server.base_url, api_key="k", model="test-model", max_retries=0)
     s = engine.settings.with_(collection="shop", rerank="llm", llm=llm)
-    pool = engine.retriever.pool("shop", QUESTION, s).candidates
+    pool = engine.hybrid_search.pool("shop", QUESTION, s).candidates
     n = min(len(pool), s.rerank_candidates)
     openai_server.script([Text([f"[{n}, 1]"])])
-    result = engine.retriever.search("shop", QUESTION, s)
+    result = engine.hybrid_search.search("shop", QUESTION, s)
     first = sorted(result.candidates, key=lambda c: c.rank)[:2]
     assert [c.chunk.chunk_id for c in first] == [pool[n - 1].chunk.chunk_id, pool[0].chunk.chunk_id]
     prompt = openai_server.generation_requests()[-1].body["messages"][1]["content"]

@@ -23,7 +23,7 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 def test_starts_with_the_two_commands_and_stays_short() -> None:
     first = re.search(r"```bash\n(.*?)```", README, re.S).group(1).strip().splitlines()
     assert first == [
-        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/streamlit run app.py",
+        'python3 -m venv .venv && .venv/bin/pip install -e ".[app]" && .venv/bin/streamlit run app.py',
         'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q',
     ]
     assert README.index("```bash") < README.index("## ")  # nothing comes before them but the title

@@ -38,7 +38,7 @@ def shared_data_dir() -> Path:
             tmp = Path(tempfile.mkdtemp(prefix="ragcore-apptest-"))
             atexit.register(shutil.rmtree, tmp, ignore_errors=True)
             d = copy_guide(tmp / "data")
-            from ragcore.engine.demo import ensure_demo_collection
+            from ragcore.eval.demo import ensure_demo_collection
             from ui.state import get_runtime
 
             rt = get_runtime(str(d), None)

@@ -182,7 +182,7 @@ def load_bytes(
         raise LoadError(_too_big(len(data), max_bytes))
     doc_hash = hashlib.sha256(data).hexdigest()
     if kind == "pdf":
-        from ragcore.ingest.read.pdf import PdfError, extract_pdf  # lazy: pypdf is only needed for PDFs
+        from ragcore.ingest.read.pdf import PdfError, extract_pdf  # lazy: PDFium (pypdfium2) is only needed for PDFs
 
         try:
             lines, title = extract_pdf(data)

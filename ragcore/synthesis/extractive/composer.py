@@ -1,6 +1,6 @@
 """The offline default generator: an answer made only of the evidence's own words, verbatim.
 
-It quotes *units* of the documents' structure (``compose_units.py``): whole sentences, and a
+It quotes *units* of the documents' structure (``units.py``): whole sentences, and a
 sentence together with the code block, list or table it introduces ("To ingest…, run:" brings
 its command). A sentence that introduces a block it cannot bring, a sentence cut off by the
 chunk's end, a heading or a table row run into prose is never quoted. For every unit
@@ -8,7 +8,7 @@ chunk's end, a heading or a table row run into prose is never quoted. For every 
     score = 0.5·cos(question, unit) + 0.25·lexical + 0.25·cos(question, chunk)
 
 where *lexical* is the share of the question's content words the unit contains and the last
-term is the chunk's own retrieval cosine; then the rules of ``compose_rules.py`` apply (meta
+term is the chunk's own retrieval cosine; then the rules of ``rules.py`` apply (meta
 sentences about the page are dropped, pointers lose 15%, the question's intent and key terms
 add small bonuses). It keeps the best unit and those close to it (≥ 65% of its score),
 skipping near duplicates, up to ``max_sentences``; best first, the rest in reading order. The
@@ -19,7 +19,7 @@ rarely to a page the reference answer links (0 of 11 on Django, 5 of 30 on Git),
 and the wider 65% margin citation precision rose (Django 0.481 → 0.596, Git 0.307 → 0.370) while token F1
 stayed level (0.188 → 0.189, 0.215 → 0.212; bench/results/eval-*-s7.md). A unit that leans on
 the sentence before it ("Note that this…", "However, …") comes with that sentence or not at all
-(``compose_context.py``), within the same ``max_sentences``.
+(``context.py``), within the same ``max_sentences``.
 
 Rendering keeps the source's bytes: a sentence is its source text with whitespace across line
 breaks folded to one space; a block keeps every line (code without a fence in the source, as
@@ -50,7 +50,7 @@ from ragcore.abstain.selection_support import SelectionFit, selection_fit
 from ragcore.synthesis.extractive import answers
 from ragcore.synthesis.extractive.context import Antecedents
 from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
-from ragcore.synthesis.extractive.units import PDF_TABLE, Block, Picked, Unit, table_head, units_of
+from ragcore.synthesis.extractive.units import PDF_TABLE, QuoteBlock, Picked, Unit, table_head, units_of
 
 ABSTAIN_TEXT = "The corpus does not contain enough evidence to answer this."
 # what an abstention says, by where the answer was to come from
@@ -181,7 +181,7 @@ class ExtractiveComposer:
         # default for a question about one: answers.py), else the best unit that stands alone; the
         # rest in reading order (evidence number, then position); for a how-to question the
         # instructions and commands before the explanations; a unit that leans on the one before it
-        # follows that one (compose_context.py)
+        # follows that one (context.py)
         intent = intent_of(question)
         howto = intent.howto
         pool = [p for p in chosen if p.n in first] or chosen
@@ -377,7 +377,7 @@ def _marked_list(text: str, n: int) -> str:
     return "\n".join(out)
 
 
-def _block_text(block: Block, n: int) -> str:
+def _block_text(block: QuoteBlock, n: int) -> str:
     if block.kind == "list":
         return _marked_list(block.text, n)
     if block.text.startswith(PDF_TABLE):  # a PDF table with its intro sentence: untrimmed, plainly fenced

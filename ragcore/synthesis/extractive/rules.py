@@ -17,7 +17,7 @@ General rules, not tuned to one corpus:
   (a reference back or a continuation: "This method…", "It…", "Same as for…", "However,…", "You
   should also…") reads as a non sequitur as the answer's first line, so the best chosen unit that
   does not lean back opens the answer, and a leaning sentence is quoted only right after the
-  sentence it leans on (``compose_context.py``). Scoring such sentences lower instead cost
+  sentence it leans on (``context.py``). Scoring such sentences lower instead cost
   Django's answers token F1, 0.166 → 0.160, and citation precision.
 * **Key terms**: identifiers the question names (``AUTH_USER_MODEL``, ``top_k``, CamelCase,
   dotted names) are what the asker is looking for; a unit that names one gets a bonus.

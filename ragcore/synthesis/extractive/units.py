@@ -42,7 +42,7 @@ MAX_BLOCK_LINES = 40
 
 
 @dataclass(frozen=True)
-class Block:
+class QuoteBlock:
     kind: str  # "code" | "table" | "list"
     start: int  # chunk-text offsets of the quoted lines
     end: int
@@ -56,7 +56,7 @@ class Unit:
     start: int  # chunk-text offsets of the sentence (or of the table)
     end: int
     sentence: str  # the sentence's source text, line breaks folded; "" for a table on its own
-    block: Block | None = None
+    block: QuoteBlock | None = None
     item: bool = False  # a sentence of a list item
     term: int = 0  # a definition's term opens the sentence: its first ``term`` characters
 
@@ -103,7 +103,7 @@ def units_of(chunk: Chunk) -> list[Unit]:
 
 
 def _sentence_unit(
-    text: str, sp: Span, blocks: list[Block], *, first: bool, section: tuple[str, ...], html: bool = False,
+    text: str, sp: Span, blocks: list[QuoteBlock], *, first: bool, section: tuple[str, ...], html: bool = False,
     pdf: bool = False,
 ) -> Unit | None:
     head = _term_of(text, sp, blocks)
@@ -175,7 +175,7 @@ MAX_TERM_CHARS = 80  # a definition list's term ("http.maxRequests", "-F <file>,
 MAX_ENTRY_CHARS = 500  # from the term to the end of the sentence quoted with it
 
 
-def _term_of(text: str, sp: Span, blocks: list[Block]) -> int | None:
+def _term_of(text: str, sp: Span, blocks: list[QuoteBlock]) -> int | None:
     """For a sentence of a definition below its term (a list item whose first line is a term, not a
     sentence, as the HTML loader writes a ``<dl>`` entry), the offset of the term's line: quoted
     without it, "Can be overridden by the GIT_HTTP_MAX_REQUESTS environment variable." does not say
@@ -199,7 +199,7 @@ _NAME_LIKE = re.compile(r"^\\[A-Za-z@]+|^[A-Za-z_][\w.]*(?:[._]\w|\()|^--?\w|^[a
 _CELL_TERM = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*([^\n]+?)[ \t]*\n[ \t]*\n[ \t]*$")  # a one-line paragraph, then a blank line
 
 
-def _cell_term_of(text: str, sp: Span, blocks: list[Block], section: tuple[str, ...]) -> int | None:
+def _cell_term_of(text: str, sp: Span, blocks: list[QuoteBlock], section: tuple[str, ...]) -> int | None:
     """For the first sentence of a paragraph right after a one-line paragraph that reads as a
     term, the term's offset: a two-column HTML table of names and what they are (Sphinx writes
     each ``<td><p>`` as a paragraph: "loop.previtem", then "The item from the previous iteration
@@ -217,13 +217,13 @@ def _cell_term_of(text: str, sp: Span, blocks: list[Block], section: tuple[str, 
     return m.start(1)
 
 
-def _block_after(text: str, pos: int, blocks: list[Block]) -> Block | None:
+def _block_after(text: str, pos: int, blocks: list[QuoteBlock]) -> QuoteBlock | None:
     """The block that starts right after ``pos`` (only whitespace between), if any."""
     gap_end = pos + len(text[pos:]) - len(text[pos:].lstrip())
     return next((b for b in blocks if b.start <= gap_end and b.start >= pos), None)
 
 
-def _inside(sp: Span, blocks: list[Block], text: str) -> bool:
+def _inside(sp: Span, blocks: list[QuoteBlock], text: str) -> bool:
     """A sentence of a block other than a list (lists' sentences are quotable on their own)."""
     return any(b.kind != "list" and b.start <= sp.start < b.end for b in blocks)
 
@@ -231,7 +231,7 @@ def _inside(sp: Span, blocks: list[Block], text: str) -> bool:
 # --------------------------------------------------------------------------- blocks
 
 
-def _blocks(text: str, spans: list[Span], html: bool, section: tuple[str, ...]) -> list[Block]:
+def _blocks(text: str, spans: list[Span], html: bool, section: tuple[str, ...]) -> list[QuoteBlock]:
     out = [_span_block(text, sp) for sp in spans if sp.block]
     out.extend(_list_blocks(text))
     if html:
@@ -239,18 +239,18 @@ def _blocks(text: str, spans: list[Span], html: bool, section: tuple[str, ...]) 
     return sorted((b for b in out if b is not None), key=lambda b: b.start)
 
 
-def _span_block(text: str, sp: Span) -> Block | None:
+def _span_block(text: str, sp: Span) -> QuoteBlock | None:
     raw = text[sp.start : sp.end]
     lines = raw.split("\n")
     if sp.block == "table":
-        return Block("table", sp.start, sp.end, raw) if len(lines) >= 3 and _is_delimiter(lines[1]) else None
+        return QuoteBlock("table", sp.start, sp.end, raw) if len(lines) >= 3 and _is_delimiter(lines[1]) else None
     stripped = raw.strip()
     fenced = stripped.startswith(("```", "~~~"))
     if fenced and (len(lines) < 2 or not lines[-1].strip().startswith(stripped[:3])):
         return None  # the chunk ends inside the fence: the block is not whole
     if len(lines) > MAX_BLOCK_LINES:
         return None
-    return Block("code", sp.start, sp.end, raw if fenced else f"```\n{raw}\n```")
+    return QuoteBlock("code", sp.start, sp.end, raw if fenced else f"```\n{raw}\n```")
 
 
 _ROW_WORDS = 10  # a PDF table's row: a few cells, not a line of prose
@@ -258,13 +258,13 @@ _LEADER_OR_END = re.compile(r"…|[A-Za-z][.!?:][\"'”’)\]]*$")  # an index e
 PDF_TABLE = "```pdf-table"  # the fence a PDF table is shown in: its lines as the page has them
 
 
-def pdf_tables(text: str, blocks: list[Block]) -> list[Block]:
+def pdf_tables(text: str, blocks: list[QuoteBlock]) -> list[QuoteBlock]:
     """A PDF's tables: its text keeps one line per row but loses the columns, so a paragraph of
     short lines, most of them holding a number, none ending a sentence, is a table, its first
     lines without a number its header ("Animal Description Price ($)" over "Gnu stuffed 92.50").
     Quoted as it stands on the page, fenced, so the rows stay rows (``composer._trimmed`` keeps
     the header and the rows that match)."""
-    out: list[Block] = []
+    out: list[QuoteBlock] = []
     pos = 0
     for m in re.finditer(r"\n[ \t]*\n|\Z", text):
         a, b = pos, m.start()
@@ -277,7 +277,7 @@ def pdf_tables(text: str, blocks: list[Block]) -> list[Block]:
                 or any(x.start < b and a < x.end for x in blocks)):
             continue
         a += len(text[a:b]) - len(text[a:b].lstrip())
-        out.append(Block("table", a, b, "\n".join([PDF_TABLE, *lines, "```"])))
+        out.append(QuoteBlock("table", a, b, "\n".join([PDF_TABLE, *lines, "```"])))
     return out
 
 
@@ -320,11 +320,11 @@ def _piece(text: str, a: int, b: int, block: str | None, out: list[Span]) -> Non
 _LISTING_LINE = re.compile(r"^[ \t]*(\d{1,5})(?=\s|$)")
 
 
-def pdf_listings(text: str) -> list[Block]:
+def pdf_listings(text: str) -> list[QuoteBlock]:
     """A PDF's numbered code listing (a .dtx source, the listings package): three or more lines
     numbered one after another ("244 \\def\\makeauthenticitypage{%", "245 \\par\\vfill"). Its text is
     code, not prose: run into one "sentence" it was quoted as if it said something."""
-    out: list[Block] = []
+    out: list[QuoteBlock] = []
     run: list[tuple[int, int, str]] = []
     for a, b, line in [*_line_offsets(text), (len(text) + 1, len(text) + 1, "")]:
         m = _LISTING_LINE.match(line)
@@ -332,7 +332,7 @@ def pdf_listings(text: str) -> list[Block]:
             run.append((a, b, line))
             continue
         if len(run) >= 3:
-            out.append(Block("code", run[0][0], run[-1][1], f"```\n{text[run[0][0] : run[-1][1]]}\n```"))
+            out.append(QuoteBlock("code", run[0][0], run[-1][1], f"```\n{text[run[0][0] : run[-1][1]]}\n```"))
         run = [(a, b, line)] if m is not None else []
     return out
 
@@ -354,9 +354,9 @@ def _line_offsets(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _list_blocks(text: str) -> list[Block]:
+def _list_blocks(text: str) -> list[QuoteBlock]:
     """Markdown lists: bullet lines, their indented continuations, blank lines between items."""
-    out: list[Block] = []
+    out: list[QuoteBlock] = []
     lines = _line_offsets(text)
     i = 0
     while i < len(lines):
@@ -372,7 +372,7 @@ def _list_blocks(text: str) -> list[Block]:
                 break
             j += 1
         if last - i < MAX_BLOCK_LINES:
-            out.append(Block("list", lines[i][0], lines[last][1], text[lines[i][0] : lines[last][1]]))
+            out.append(QuoteBlock("list", lines[i][0], lines[last][1], text[lines[i][0] : lines[last][1]]))
         i = last + 1
     return out
 
@@ -403,9 +403,9 @@ def _is_prose_line(line: str) -> bool:
             and not re.match(r"(?:>>>|\$ |\.\.\. |#)", stripped) and bool(re.search(r"[.!?]['\")\]]*$", stripped)))
 
 
-def _html_code(text: str, section: tuple[str, ...]) -> list[Block]:
+def _html_code(text: str, section: tuple[str, ...]) -> list[QuoteBlock]:
     """Runs of code-like paragraphs (blank lines inside <pre> are paragraph breaks too)."""
-    out: list[Block] = []
+    out: list[QuoteBlock] = []
     run: list[tuple[int, int]] = []
     pos = 0
     for m in re.finditer(r"\n\s*\n|\Z", text):
@@ -420,10 +420,10 @@ def _html_code(text: str, section: tuple[str, ...]) -> list[Block]:
     return out
 
 
-def _close_run(text: str, run: list[tuple[int, int]], out: list[Block]) -> None:
+def _close_run(text: str, run: list[tuple[int, int]], out: list[QuoteBlock]) -> None:
     if not run:
         return
     a, b = run[0][0], run[-1][1]
     raw = text[a:b]
     if raw.count("\n") < MAX_BLOCK_LINES:
-        out.append(Block("code", a, b, f"```\n{raw}\n```"))
+        out.append(QuoteBlock("code", a, b, f"```\n{raw}\n```"))

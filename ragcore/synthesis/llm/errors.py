@@ -3,7 +3,7 @@
 Every failure of an OpenAI-compatible endpoint ends as a :class:`GenerationError` whose
 ``message`` says what happened *and* what to do about it, in words fit for the app, the CLI
 and the saved ``Answer.error_message``. The generator builds every message through
-:func:`ragcore.safety.redact.redact_text`, so none carries the API key, a part of it, or the
+:func:`ragcore.settings.redact.redact_text`, so none carries the API key, a part of it, or the
 ``user:password@`` of the base URL.
 """
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from urllib.parse import unquote, urlsplit
 
 from ragcore.settings.config import LlmSettings
-from ragcore.safety.redact import redact_text, redact_url, url_secrets
+from ragcore.settings.redact import redact_text, redact_url, url_secrets
 from ragcore.synthesis.llm import sdk_errors as errors
 from ragcore.synthesis.llm.errors import GenerationError
 from ragcore.synthesis.llm.budget import Budget, Watchdog, call_until, refuse_abandoned, remember_response

@@ -1,7 +1,7 @@
 """Exceptions of the ``openai`` SDK (and of stream parsing) → :class:`GenerationError`.
 
 Each message says what happened and what to do, names the setting to change, and goes
-through :func:`ragcore.safety.redact.redact_text` with the endpoint's secrets (the API key and the
+through :func:`ragcore.settings.redact.redact_text` with the endpoint's secrets (the API key and the
 base URL's user and password), so neither a secret nor a fragment a server echoed back can
 reach the user, a log or a saved answer.
 """
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ragcore.safety.redact import redact_text
+from ragcore.settings.redact import redact_text
 from ragcore.synthesis.llm.errors import ErrorKind, GenerationError
 from ragcore.synthesis.llm.stream import EndedEarly, Malformed, RemoteError
 

@@ -17,7 +17,7 @@ from tests.support.scripted_openai import Hang, Text
 
 QUESTION = "How does hybrid mode fuse the dense and sparse rankings?"
 DEADLINE = 8.0
-SLOW = Text([f"w{i} " for i in range(60)] + ["[1]."], delay=0.1)  # 6 s unless stopped
+SLOW = Text([f"w{i} " for i in range(600)] + ["[1]."], delay=0.1)  # 60 s unless stopped: far beyond any bound below
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_websocket_cancel_mid_answer_closes_the_model_stream(served, llm_server)
 
     t0 = time.monotonic()
     got = asyncio.run(asyncio.wait_for(talk(), 30))
-    assert time.monotonic() - t0 < 6  # before the scripted answer's end
+    assert time.monotonic() - t0 < 30  # ~1 s quiet; long before the scripted answer's end (60 s)
     done = got[-1]
     assert done["type"] == "rag.done" and done["data"]["status"] == "cancelled" and done["data"]["reason"] == "cancelled"
     assert done["client_id"] == "c1" and got[0]["type"] == "rag.started"
@@ -139,7 +139,7 @@ def test_a_question_past_its_deadline_is_answered_with_its_status(served, llm_se
     t0 = time.monotonic()
     r = httpx.post(served.url + "/api/ask", json={"question": QUESTION}, timeout=60)
     took = time.monotonic() - t0
-    assert r.status_code == 200 and DEADLINE - 0.5 < took < DEADLINE + 5
+    assert r.status_code == 200 and DEADLINE - 0.5 < took < 25  # cut at the deadline, long before the 30 s hang
     answer = r.json()
     assert answer["status"] == "partial" and answer["answer"].startswith("Hybrid mode fuses")
     assert "deadline of 8 s" in answer["error_message"] and answer["metadata"]["deadline_s"] == DEADLINE

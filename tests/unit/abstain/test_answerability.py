@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragcore.abstain.answerability import Support, assess, corpus_support, evidence_cosine, lexical_coverage, unseen_words
-from ragcore.engine.demo import demo_calibration_dir
+from ragcore.eval.demo import demo_calibration_dir
 from ragcore.eval.calibration import CalibrationError, calibrate
 from ragcore.eval.dataset import load_dataset
 from ragcore.eval.runner import run_config
@@ -194,7 +194,7 @@ def test_a_server_is_asked_whether_a_word_occurs(garden: Engine) -> None:
     client, which speaks the same query API; it agrees with the in-process index."""
     from ragcore.retrieval.pools import server_has_terms
 
-    idx = garden.retriever.index("garden")
+    idx = garden.hybrid_search.index("garden")
     with garden.store.session(write=False) as client:
         for terms in (["tomato"], ["hydroponically"], ["zzz", "dough"]):
             assert server_has_terms(client, "garden", terms) == idx.has_any_term(terms) == ("hydroponically" not in terms)

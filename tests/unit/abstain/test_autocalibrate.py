@@ -175,7 +175,7 @@ def test_notes_corpus_answers_and_abstains_at_the_auto_bar(notes: tuple[Engine, 
     assert auto_calibrate(e, "notes", e.settings, save=False).bar == auto["bar"]
     sc = calibration_scores(e, "notes", e.settings, seed=7)
     assert len(sc.answerable) == len(sc.generated) >= 12
-    assert sc.generated != tuple(generate_questions(e.retriever.index("notes").chunks))  # another seed, another sample
+    assert sc.generated != tuple(generate_questions(e.hybrid_search.index("notes").chunks))  # another seed, another sample
     assert len(sc.offtopic) == len(offtopic_questions()) == auto["n_offtopic"] + auto["n_offtopic_dropped"]
     ans = {q: e.support(q).score for q in ANSWERABLE}
     off = {q: e.support(q).score for q in OFFTOPIC}

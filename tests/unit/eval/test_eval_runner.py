@@ -16,7 +16,7 @@ from ragcore.settings.config import RagcoreSettings
 from ragcore.eval.baselines import (
     BM25_LABEL, LLAMAINDEX_LABEL, BaselineAnswer, BaselineHit, LlamaIndexBaseline, baseline_record,
 )
-from ragcore.eval.cli import add_eval_parser
+from ragcore.cli.eval_command import add_eval_parser
 from ragcore.eval.dataset import EvalQuestion, load_dataset
 from ragcore.eval.metrics import QuestionResult
 from ragcore.eval.report import (

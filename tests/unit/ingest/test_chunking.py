@@ -435,7 +435,7 @@ def test_five_megabyte_line_is_linear_in_time_and_memory() -> None:
     t0 = time.perf_counter()
     chunks = chunk_document(doc, chunk_size=180, chunk_overlap=30)
     elapsed = time.perf_counter() - t0
-    assert elapsed < 10, elapsed
+    assert elapsed < 60, elapsed  # ≈1 s quiet: a bound far above need (the speed is ragcore bench ingest's)
     assert max(len(c.text) for c in chunks) <= 4000 and chunks[-1].text.endswith(line.rstrip()[-20:])
     # memory: traced on a 1 MB slice (tracemalloc slows allocation-heavy code ~10×)
     small = one_line(line[:1_000_000])

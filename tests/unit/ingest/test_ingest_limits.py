@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import ragcore.ingest.writer as ingest_pipeline
+import ragcore.ingest.run as ingest_pipeline
 from ragcore.storage.store import Store
 from tests.conftest import write_corpus
 
@@ -71,7 +71,7 @@ def test_long_file_is_written_in_batches_with_progress(tmp_path: Path, make_engi
 def test_failure_between_batches_of_one_file_is_repaired(tmp_path: Path, make_engine, monkeypatch) -> None:
     """A crash after some batches of a changed long file: the old version must survive intact
     next to the partial new one, and the next run must finish the job reusing written vectors.
-    (An exception stands in for the crash here; tests/test_ingest_pipeline.py does a real SIGKILL.)"""
+    (An exception stands in for the crash here; tests/unit/ingest/test_ingest_pipeline.py does a real SIGKILL.)"""
     monkeypatch.setattr(ingest_pipeline, "WRITE_BATCH", 8)
     root = write_corpus(tmp_path / "c", {"long.md": _long_text(30, "ledger"), "b.md": "# B\n\nAnother note.\n"})
     engine = make_engine(chunk_size=40, chunk_overlap=5)

@@ -1,4 +1,4 @@
-"""Ingest keeps the endpoint busy while the writing thread starts up (ragcore/ingest/pipeline.py):
+"""Ingest keeps the endpoint busy while the writing thread starts up (ragcore/ingest/batch_writer.py):
 the writer creates the collection and imports what writing needs (``warm_write_path``) while the
 files are read and embedded, so the first write no longer stalls the pipeline. Checked here: the
 overlap keeps the store's order, takes only a bounded number of batches ahead of the store, and a
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from ragcore.encoders.base import EmbedError
-from ragcore.ingest import pipeline
-from ragcore.ingest.writer import PIPELINE_AHEAD, WRITE_AHEAD
+from ragcore.ingest import batch_writer
+from ragcore.ingest.run import PIPELINE_AHEAD, WRITE_AHEAD
 from ragcore.storage.store import embed_text, point_id
 from tests.conftest import write_corpus
 from tests.support.scripted_embeddings import Fail, ScriptedEmbeddingServer
@@ -41,13 +41,13 @@ def server() -> Iterator[ScriptedEmbeddingServer]:
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """The writer's real start-up, held until the test sets the event (set at the end in any case)."""
     opened = threading.Event()
-    warm = pipeline.warm_write_path
+    warm = batch_writer.warm_write_path
 
     def gated() -> None:
         opened.wait(timeout=60)
         warm()
 
-    monkeypatch.setattr(pipeline, "warm_write_path", gated)
+    monkeypatch.setattr(batch_writer, "warm_write_path", gated)
     yield opened
     opened.set()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ragcore.ingest.writer as ingest_pipeline
+import ragcore.ingest.run as ingest_pipeline
 from ragcore.encoders.minilm import MAX_TOKENS
 from ragcore.storage.store import Store
 from tests.conftest import write_corpus

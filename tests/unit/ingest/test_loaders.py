@@ -651,7 +651,7 @@ def test_huge_headings_are_cheap_and_clipped(name: str, raw: str) -> None:
     from ragcore.ingest.read.loaders import MAX_TITLE_CHARS
 
     doc, seconds = _timed(load_bytes, raw.encode(), name)
-    assert seconds < 3
+    assert seconds < 30  # well under a second quiet; the backtracking took minutes
     assert all(len(s) <= MAX_TITLE_CHARS for line in doc.lines for s in line.section)
     assert doc.title is None or len(doc.title) <= MAX_TITLE_CHARS
 
@@ -659,7 +659,7 @@ def test_huge_headings_are_cheap_and_clipped(name: str, raw: str) -> None:
 def test_deeply_nested_html_is_linear_and_keeps_its_text() -> None:
     page = "<div>" * 60_000 + "<h2>Deep</h2><p>The well is deep.</p>" + "</div>" * 60_000 + "<p>after</p>"
     (lines, title), seconds = _timed(extract_html, page)
-    assert seconds < 10  # quadratic before: 20k levels took 18 s
+    assert seconds < 60  # ~1-2 s quiet; quadratic before: 20k levels took 18 s, so 60k would take ~160 s
     assert [line.text for line in lines if line.text] == ["Deep", "The well is deep.", "after"]
     assert title == "Deep"
     # below the browsers' depth cap nothing changes: a section's heading still frames its text

@@ -12,7 +12,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from ragcore import CitationChecker, CitationNumberer, CosineThreshold, SectionDedupe, TopK, apply_cuts, check_answer
 from ragcore.citations import clean_markers, evidence_from_nodes, markers_in
-from ragcore.llamaindex.nodes import RAGCORE_KEYS, node_to_candidate
+from ragcore.storage.nodes import RAGCORE_KEYS, node_to_candidate
 
 
 CORPUS = {
@@ -126,7 +126,7 @@ def test_the_engine_numbers_evidence_as_the_citation_post_processor_does(engine)
     """The question path builds the evidence [1..n] directly (no nodes, no llama_index import);
     through CitationNumberer on the same candidates' nodes it comes out the same."""
     from ragcore.citations import evidence_from_candidates
-    from ragcore.llamaindex.nodes import candidate_to_node
+    from ragcore.storage.nodes import candidate_to_node
     from ragcore.types import to_jsonable
 
     for mode, kind in (("hybrid", "rrf"), ("dense", "cosine"), ("sparse", "bm25")):

@@ -20,7 +20,7 @@ from ragcore.llamaindex.node_parser import (
     document_from_loaded,
     loaded_from_document,
 )
-from ragcore.llamaindex.nodes import RAGCORE_KEYS, chunk_from_node
+from ragcore.storage.nodes import RAGCORE_KEYS, chunk_from_node
 from ragcore.types import LoadedDocument
 from tests.conftest import REPO
 

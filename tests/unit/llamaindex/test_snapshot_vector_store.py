@@ -48,7 +48,7 @@ def _index(engine) -> VectorStoreIndex:
 def test_dense_query_through_vector_store_index_matches_the_engine_and_never_opens_qdrant(engine) -> None:
     got = _index(engine).as_retriever(similarity_top_k=3).retrieve(Q)
     assert not engine.store.opened  # served from the snapshot
-    want = engine.retriever.pool("vs", Q, engine.settings.with_(retrieval_mode="dense", doc_decay=0.0, named_weight=0.0))
+    want = engine.hybrid_search.pool("vs", Q, engine.settings.with_(retrieval_mode="dense", doc_decay=0.0, named_weight=0.0))
     assert [n.node.metadata["chunk_id"] for n in got] == [c.chunk.chunk_id for c in want.candidates[:3]]
     assert [n.score for n in got] == pytest.approx([c.dense_score for c in want.candidates[:3]], abs=1e-6)
     top = got[0].node
@@ -60,7 +60,7 @@ def test_dense_query_through_vector_store_index_matches_the_engine_and_never_ope
 def test_hybrid_and_sparse_modes_rank_as_ragcore_fuses(engine) -> None:
     idx = _index(engine)
     hybrid = idx.as_retriever(similarity_top_k=4, vector_store_query_mode="hybrid").retrieve(Q)
-    want = engine.retriever.pool("vs", Q, engine.settings.with_(retrieval_mode="hybrid", fusion="rrf", doc_decay=0.0,
+    want = engine.hybrid_search.pool("vs", Q, engine.settings.with_(retrieval_mode="hybrid", fusion="rrf", doc_decay=0.0,
                                                                 named_weight=0.0))
     assert [n.node.metadata["chunk_id"] for n in hybrid] == [c.chunk.chunk_id for c in want.candidates[:4]]
     assert hybrid[0].node.metadata["score_kind"] == "rrf"

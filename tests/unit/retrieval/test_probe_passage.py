@@ -1,5 +1,5 @@
 """The "why not retrieved?" probe finds the chunk that holds a pasted passage: verbatim first,
-then near-verbatim, and only then the closest by cosine (ragcore/retrieval/probe.py, ui/probe.py).
+then near-verbatim, and only then the closest by cosine (ragcore/retrieval/probe.py, ragcore/engine/probe.py).
 
 Issue 28: a paragraph of config.html pasted whole was matched to a chunk of api.html (cosine 0.53)
 that mentions the same setting, while the sentence stands verbatim at config.html:324. The pure

@@ -137,7 +137,7 @@ def test_corpus_shape(cfg_engine: Engine) -> None:
     docs = dict(cfg_engine.documents(COLLECTION))
     assert len(docs) == 11
     assert docs["logging/format.md"] >= 3  # one section, several chunks: dedupe has work to do
-    idx = cfg_engine.retriever.index(COLLECTION)
+    idx = cfg_engine.hybrid_search.index(COLLECTION)
     assert sum(IDENT in c.text for c in idx.chunks) == 1
 
 
@@ -191,7 +191,7 @@ def test_dense_mode_ranks_by_cosine(cfg_engine: Engine) -> None:
     assert all(c.sparse_rank is None for c in r.candidates)
     # the cosines are the real ones: recompute from the encoder
     q = cfg_engine.encoder.encode([GENERIC_QUERY])[0]
-    idx = cfg_engine.retriever.index(COLLECTION)
+    idx = cfg_engine.hybrid_search.index(COLLECTION)
     for c in r.candidates[:5]:
         assert c.dense_score == pytest.approx(float(idx.dense[idx.by_id[c.chunk.chunk_id]] @ q), abs=1e-5)
     for c in r.candidates:
@@ -407,7 +407,7 @@ def test_recut_changes_cuts_without_requerying(cfg_engine: Engine, monkeypatch: 
     def boom(*a, **k):
         raise AssertionError("recut must not query again")
 
-    monkeypatch.setattr(cfg_engine.retriever, "search", boom)
+    monkeypatch.setattr(cfg_engine.hybrid_search, "search", boom)
     monkeypatch.setattr(cfg_engine.encoder, "encode", boom)
     monkeypatch.setattr(cfg_engine.store, "load", boom)
     thr = sorted(c.dense_score for c in first.candidates)[len(first.candidates) // 3]
@@ -465,8 +465,8 @@ def test_path_filter_list(cfg_engine: Engine) -> None:
 
 def pools(engine: Engine, query: str, settings: RagcoreSettings):
     q_dense = engine.encoder.encode([query])[0]
-    qs = engine.retriever.bm25.encode_query(query)
-    local = local_pool(engine.retriever.index(COLLECTION), q_dense, qs, settings)
+    qs = engine.hybrid_search.bm25.encode_query(query)
+    local = local_pool(engine.hybrid_search.index(COLLECTION), q_dense, qs, settings)
     # the Qdrant-server code path, run against the embedded client (same query API)
     server = server_pool(engine.store.client, COLLECTION, q_dense, qs, settings)
 

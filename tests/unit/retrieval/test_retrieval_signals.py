@@ -18,7 +18,7 @@ from ragcore.engine.engine import Engine
 from ragcore.retrieval.documents import rank_documents
 from ragcore.retrieval.expansion import expanded_query, expansion_terms
 from ragcore.retrieval.fields import FieldIndex, field_texts
-from ragcore.retrieval.names import command_names, heading_identifiers, text_names
+from ragcore.storage.name_index import command_names, heading_identifiers, text_names
 from ragcore.encoders.sparse import Bm25Encoder, term_index
 from ragcore.types import Candidate, Chunk, RetrievalResult
 from tests.conftest import write_corpus
@@ -272,9 +272,9 @@ def test_title_cosines_alone_come_from_the_pool_without_building_profiles(engine
     titles: the same cosines, and no profile of every document is built (a scan of every chunk,
     0.3-0.7 s on a cold 7k-chunk question)."""
     q = "Which settings control the print spooler?"
-    engine.retriever._doc_signals._profiles.clear()
+    engine.hybrid_search._doc_signals._profiles.clear()
     r = search(engine, q, doc_decay=1.0, doc_title_weight=0.3)
-    assert engine.retriever._doc_signals._profiles == {}
+    assert engine.hybrid_search._doc_signals._profiles == {}
     qv = encoder.encode([q])[0]
     titled = [c for c in r.candidates if c.chunk.title]
     assert titled
@@ -288,7 +288,7 @@ def test_title_cosines_alone_come_from_the_pool_without_building_profiles(engine
 def test_centroid_is_the_mean_chunk_vector(engine: Engine, encoder: OnnxMiniLM) -> None:
     q = "laptop battery"
     r = search(engine, q, doc_decay=1.0, doc_centroid_weight=1.0)
-    idx = engine.retriever.index(COLLECTION)
+    idx = engine.hybrid_search.index(COLLECTION)
     qv = encoder.encode([q])[0]
     for c in r.candidates:
         rows = np.array([i for i, x in enumerate(idx.chunks) if x.path == c.chunk.path])

@@ -17,7 +17,7 @@ from ragcore.storage import dense_codes
 from bench.scale import base_chunks
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.pathfilter import parse_path_filter, path_matches
-from ragcore.retrieval.names import NameIndex
+from ragcore.storage.name_index import NameIndex
 from ragcore.retrieval.pools import local_pool
 from ragcore.storage.search_index import SearchIndex, qdrant_idf, top_indices
 from ragcore.storage.snapshot import SnapshotFiles, Stamp, sparse_columns

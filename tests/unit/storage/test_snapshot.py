@@ -46,7 +46,7 @@ def _manifest(data_dir: Path, name: str) -> dict:
 
 def _pool(engine, q: str) -> list[tuple]:
     """The ranked pool; scores to float32 precision (a memory-mapped matrix may take another BLAS path)."""
-    r = engine.retriever.pool("g", q, engine.settings.with_(collection="g"))
+    r = engine.hybrid_search.pool("g", q, engine.settings.with_(collection="g"))
     return [(c.chunk.chunk_id, pytest.approx(c.dense_score, abs=1e-6), pytest.approx(c.sparse_score, abs=1e-6),
              c.fused_score, c.rank) for c in r.candidates]
 
@@ -64,7 +64,7 @@ def test_snapshot_answers_exactly_as_qdrant_does(tmp_path: Path, corpus: Path, m
     assert snap is not None and len(snap.chunks) == from_qdrant.store.count("g")
     for q in QUERIES:
         assert _pool(from_snap, q) == _pool(from_qdrant, q)
-    a, b = from_snap.retriever.index("g"), from_qdrant.retriever.index("g")
+    a, b = from_snap.hybrid_search.index("g"), from_qdrant.hybrid_search.index("g")
     assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in b.chunks]
     # float32 rounding only: Qdrant re-normalises the stored vectors when a client loads them
     assert np.allclose(np.asarray(a.dense), b.dense, atol=1e-6)
@@ -109,14 +109,14 @@ def test_stale_snapshot_is_ignored_and_rebuilt_by_the_repair_step(tmp_path: Path
     raw.store.delete_points("g", ids)
     raw.close()
     reader = make_engine(data_dir=data)
-    assert all(c.path != "kitchen/bread.md" for c in reader.retriever.index("g").chunks)  # read from Qdrant
+    assert all(c.path != "kitchen/bread.md" for c in reader.hybrid_search.index("g").chunks)  # read from Qdrant
     assert reader.ask("How long does the dough prove?", collection="g").status in ("ok", "abstained")
     assert _manifest(data, "g")["version"] == old and _versions(data, "g") == [old]  # a read never publishes
     assert not reader.store.opened  # the fallback's read sessions closed the client again
     assert reader.repair_snapshots() == ["g"] and reader.repair_snapshots() == []  # once, then current
     new = _manifest(data, "g")["version"]
     assert new != old and _versions(data, "g") == [new]  # rebuilt, the old version removed
-    assert all(c.path != "kitchen/bread.md" for c in reader.retriever.index("g").chunks)
+    assert all(c.path != "kitchen/bread.md" for c in reader.hybrid_search.index("g").chunks)
     assert reader.store.snapshot("g") is not None and not reader.store.opened
 
 
@@ -188,7 +188,7 @@ def test_a_snapshot_carries_a_vector_for_every_heading_and_title(tmp_path: Path,
     headings = reader.store.snapshot("h").headings
     assert {c.title for c in copies} | {h for c in copies for h in c.section} <= set(headings)
     before = len(reader.encoder.cached_texts())
-    reader.retriever.search("h", "When should I prune roses?", reader.settings.with_(doc_title_weight=0.3))
+    reader.hybrid_search.search("h", "When should I prune roses?", reader.settings.with_(doc_title_weight=0.3))
     assert not any("(copy)" in t for t in reader.encoder.cached_texts()[before:])  # no title embedded by a question
 
 
@@ -369,11 +369,11 @@ def test_readers_are_served_the_last_snapshot_while_another_process_writes(
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
         reader = make_engine(data_dir=data)
-        paths = {c.path for c in reader.retriever.index("g").chunks}
+        paths = {c.path for c in reader.hybrid_search.index("g").chunks}
         assert "kitchen/bread.md" in paths  # the last published version, consistent, not the half-written one
         assert reader.store.count("g") == len(reader.store.snapshot("g").chunks) and not reader.store.opened
     finally:
         writer.kill()
         writer.wait(timeout=30)
     # the writer died without publishing: the next reader finds the snapshot stale and reads Qdrant
-    assert "kitchen/bread.md" not in {c.path for c in make_engine(data_dir=data).retriever.index("g").chunks}
+    assert "kitchen/bread.md" not in {c.path for c in make_engine(data_dir=data).hybrid_search.index("g").chunks}

@@ -157,7 +157,7 @@ def test_keep_alive_comments_until_the_deadline_end_without_text() -> None:
         t0 = time.monotonic()
         with pytest.raises(GenerationError) as info:
             list(gen.stream(MESSAGES))
-    assert info.value.kind == "deadline" and info.value.partial == "" and time.monotonic() - t0 < 4
+    assert info.value.kind == "deadline" and info.value.partial == "" and time.monotonic() - t0 < 10  # 1 s quiet
 
 
 def test_the_synthesizer_treats_a_textless_deadline_as_a_failure_to_answer() -> None:

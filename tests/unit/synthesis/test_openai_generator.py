@@ -220,8 +220,9 @@ def test_503_forever_gives_up_after_max_retries(openai_server: ScriptedOpenAISer
     assert "HTTP 503" in err.message and "3 attempts" in err.message
     assert len(openai_server.requests) == 3
     first, second = gaps(openai_server)  # exponential backoff: ~0.5 s, then ~1 s (25 % jitter)
-    assert 0.37 <= first < 0.8 and 0.74 <= second < 1.4
-    assert 1.1 <= elapsed < 4.0
+    # the lower bounds show the backoff; the upper ones only that it ends (a loaded machine stretches both)
+    assert 0.37 <= first < 10 and 0.74 <= second < 15
+    assert 1.1 <= elapsed < 30
 
 
 def test_complete_retries_too(openai_server: ScriptedOpenAIServer) -> None:
@@ -235,7 +236,7 @@ def test_complete_retries_too(openai_server: ScriptedOpenAIServer) -> None:
 @pytest.mark.parametrize("api", APIS)
 def test_hang_is_a_timeout_within_the_budget(openai_server: ScriptedOpenAIServer, api: str) -> None:
     retries = 1 if api == "chat" else 0  # one retried, one not: keeps the file fast
-    openai_server.script([Hang(5.0), Hang(5.0)])
+    openai_server.script([Hang(60.0), Hang(60.0)])  # ends when the client leaves
     gen = make(openai_server.base_url, api, timeout_s=0.5, max_retries=retries)
 
     t0 = time.monotonic()
@@ -244,9 +245,8 @@ def test_hang_is_a_timeout_within_the_budget(openai_server: ScriptedOpenAIServer
 
     assert err.kind == "timeout" and err.retryable and err.attempts == retries + 1
     assert "0.5 s" in err.message and "RAGCORE_LLM_TIMEOUT_S" in err.message
-    # timeout_s per attempt plus a 0.5 s backoff between them, with slack for a busy machine
-    budget = 0.5 * (retries + 1) + 0.5 * retries
-    assert 0.5 * (retries + 1) <= elapsed < budget + 1.0
+    # timeout_s per attempt plus a 0.5 s backoff between them (0.5 / 1.5 s quiet), far from the 60 s hangs
+    assert 0.5 * (retries + 1) <= elapsed < 20
     assert len(openai_server.requests) == retries + 1
 
 
@@ -393,7 +393,7 @@ def test_closing_the_generator_closes_the_http_stream(openai_server: ScriptedOpe
     it.close()
 
     (req,) = openai_server.requests
-    assert req.disconnected.wait(1.0), "the server never saw the client go away"
+    assert req.disconnected.wait(10), "the server never saw the client go away"
     assert req.disconnected_at - closed_at < 1.0
     assert req.finished_at is not None and req.finished_at - req.at < 2.0  # did not stream all 40 tokens
 
@@ -411,11 +411,11 @@ def test_cancel_event_from_another_thread(openai_server: ScriptedOpenAIServer) -
                 threading.Timer(0.0, cancel.set).start()
     err = info.value
     assert err.kind == "cancelled" and err.partial == "".join(got) and len(got) <= 5
-    assert openai_server.requests[0].disconnected.wait(1.0)
+    assert openai_server.requests[0].disconnected.wait(10)
 
 
 def test_cancel_during_backoff(openai_server: ScriptedOpenAIServer) -> None:
-    openai_server.script([HttpError(429, retry_after=5)])
+    openai_server.script([HttpError(429, retry_after=60)])
     gen = make(openai_server.base_url, max_retries=1)
     cancel = threading.Event()
     threading.Timer(0.2, cancel.set).start()
@@ -423,7 +423,7 @@ def test_cancel_during_backoff(openai_server: ScriptedOpenAIServer) -> None:
     t0 = time.monotonic()
     _, err = expect_error(gen.stream(MESSAGES, cancel=cancel))
 
-    assert err.kind == "cancelled" and time.monotonic() - t0 < 1.5
+    assert err.kind == "cancelled" and time.monotonic() - t0 < 10  # 0.2 s quiet, the backoff 60 s
 
 
 # --------------------------------------------------------------------------- connection check
