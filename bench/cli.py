@@ -568,7 +568,7 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.scale import add_scale_parser  # here: its engines are imported only when it runs
 
     add_scale_parser(bsub)  # `bench scale` (engines at 10k-1M chunks)
-    from bench.serve import add_serve_parser
+    from bench.serve_cli import add_serve_parser
 
     add_serve_parser(bsub)  # `bench serve` (the HTTP service against the same calls in process)
     from bench.pdf import add_pdf_parser
