@@ -20,9 +20,9 @@ from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set
 from openai import AsyncOpenAI
 
 from ragcore.agents import AgentCitations, cite_agent_answer
-from ragcore.mcp.errors import ToolProblem
-from ragcore.mcp.outputs import json_text
-from ragcore.mcp.tools import RagTools
+from ragcore.service.mcp.errors import ToolProblem
+from ragcore.service.mcp.outputs import json_text
+from ragcore.service.mcp.tools import RagTools
 
 INSTRUCTIONS = ("Answer from the documents only. Call search first; cite every sentence with the evidence ids "
                 "the tool returned, in square brackets, e.g. [ev-3f2a9b1c0d4e].")

@@ -1,7 +1,7 @@
 """Citations that survive an agent's run: the tool outputs an agent saw (ragcore's MCP tools, or the
 same functions called in process) turned into checked citations for the agent's final text.
 
-The agent cites evidence by id, ``[ev-3f2a9b1c0d4e]`` (``ragcore.mcp.outputs``). :func:`cite_agent_answer`
+The agent cites evidence by id, ``[ev-3f2a9b1c0d4e]`` (``ragcore.service.mcp.outputs``). :func:`cite_agent_answer`
 numbers the ids it cites in order of first use ([1], [2] …), strips every id no tool returned (an
 invented or misremembered one) and every bare ``[n]`` (an agent's numbers point at nothing it was
 given), and reports both; then the engine's own checker (``ragcore.citations``) narrows each

@@ -369,7 +369,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     col.set_defaults(func=cmd_collections)
 
     add_serve_parser(sub)
-    from ragcore.mcp.stdio import add_mcp_parser
+    from ragcore.cli.mcp_command import add_mcp_parser
 
     add_mcp_parser(sub)
 

@@ -16,7 +16,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from ragcore.service import openai_compat, rest, stream
 from ragcore.service.auth import BearerAuth
 from ragcore.service.errors import install_error_handlers
-from ragcore.mcp.http import mount_mcp
+from ragcore.service.mcp.http import mount_mcp
 from ragcore.service.jobs import Jobs
 from ragcore.service.lean import LeanRoutes
 from ragcore.service.limits import AccessLog, BodyLimit, Slots
@@ -54,7 +54,7 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
     install_error_handlers(app)
     for module in (rest, stream, openai_compat):
         app.include_router(module.router)
-    mcp_running = mount_mcp(app, app.state.service)  # /mcp (ragcore/mcp/http.py); a no-op without the mcp extra
+    mcp_running = mount_mcp(app, app.state.service)  # /mcp (ragcore/service/mcp/http.py); a no-op without the mcp extra
     # added innermost first: the access log sees every refusal (401, 413) with its status
     if lean_routes:
         app.add_middleware(LeanRoutes, service=app.state.service)

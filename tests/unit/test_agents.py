@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from ragcore.agents import cite_agent_answer, evidence_in
-from ragcore.mcp.lines import document_lines, line_range, path_problem
-from ragcore.mcp.outputs import evidence_id, locator, read_output
+from ragcore.service.mcp.lines import document_lines, line_range, path_problem
+from ragcore.service.mcp.outputs import evidence_id, locator, read_output
 from ragcore.types import Chunk
 
 TEXT = "Tokens are signed with HMAC.\nAccess tokens expire after ten minutes.\nRefresh tokens last thirty days."

@@ -16,7 +16,7 @@ sys.modules["mcp"] = None  # `import mcp` raises ImportError, as without the ext
 import ragcore.agents, ragcore.cli.main
 from ragcore.cli.main import build_parser, main
 build_parser()
-from ragcore.mcp.http import mount_mcp
+from ragcore.service.mcp.http import mount_mcp
 class App:
     class router:
         routes = []

@@ -17,7 +17,7 @@ pytest.importorskip("agents")
 
 from ragcore.citations import SupportScorer  # noqa: E402
 from ragcore.engine.engine import Engine  # noqa: E402
-from ragcore.mcp.tools import RagTools  # noqa: E402
+from ragcore.service.mcp.tools import RagTools  # noqa: E402
 from ragcore.service.limits import Slots  # noqa: E402
 from tests.integration.service.conftest import base_settings  # noqa: E402
 from tests.support.scripted_openai import Computed, Text, ToolCall  # noqa: E402

@@ -14,8 +14,8 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
 from ragcore.engine.engine import Engine  # noqa: E402
-from ragcore.mcp.server import build_server  # noqa: E402
-from ragcore.mcp.tools import RagTools  # noqa: E402
+from ragcore.service.mcp.server import build_server  # noqa: E402
+from ragcore.service.mcp.tools import RagTools  # noqa: E402
 from ragcore.service.limits import Slots  # noqa: E402
 from tests.integration.service.conftest import base_settings  # noqa: E402
 

@@ -23,8 +23,8 @@ def run_stdio(args: argparse.Namespace) -> int:
     selection = _selection(args.selection_file)
 
     from ragcore.engine.engine import Engine
-    from ragcore.mcp.server import build_server
-    from ragcore.mcp.tools import RagTools
+    from ragcore.service.mcp.server import build_server
+    from ragcore.service.mcp.tools import RagTools
     from ragcore.service.limits import Slots
     from ragcore.settings.service import ServiceSettings
 

@@ -15,17 +15,17 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from ragcore.engine.selection import selection_problem
 from ragcore.engine.stages import SelectionInput
-from ragcore.mcp.errors import ToolProblem
-from ragcore.mcp.lines import document_lines, line_range, path_problem
-from ragcore.mcp.names import resolve_collection
-from ragcore.mcp.outputs import ask_output, locator, read_output, search_output
+from ragcore.service.mcp.errors import ToolProblem
+from ragcore.service.mcp.lines import document_lines, line_range, path_problem
+from ragcore.service.mcp.names import resolve_collection
+from ragcore.service.mcp.outputs import ask_output, locator, read_output, search_output
 from ragcore.service.errors import ApiError
 from ragcore.service.limits import Slots
 from ragcore.service.runner import run_blocking, start_question
 from ragcore.settings.config import ConfigError
 from ragcore.storage.schema import StoreError
 
-log = logging.getLogger("ragcore.mcp")
+log = logging.getLogger("ragcore.service.mcp")
 MAX_QUESTION_CHARS = 4000  # as the HTTP API's (service/schemas.py)
 ASK_STEPS = {"started": 1, "sources": 2, "message": 3, "done": 4}  # progress of one question, of 4
 

@@ -1,4 +1,4 @@
-"""The MCP server over :class:`~ragcore.mcp.tools.RagTools` (official ``mcp`` SDK, ``MCPServer``).
+"""The MCP server over :class:`~ragcore.service.mcp.tools.RagTools` (official ``mcp`` SDK, ``MCPServer``).
 
 Tools: ``list_collections``, ``search``, ``ask``, ``read`` (read-only) and ``ingest`` (only when
 the server was started with ``--allow-ingest``; additive, never destructive). A session scoped to a
@@ -20,10 +20,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 
-from ragcore.mcp.errors import ToolProblem
-from ragcore.mcp.lines import MAX_READ_LINES
-from ragcore.mcp.outputs import json_text
-from ragcore.mcp.tools import RagTools, UploadedText
+from ragcore.service.mcp.errors import ToolProblem
+from ragcore.service.mcp.lines import MAX_READ_LINES
+from ragcore.service.mcp.outputs import json_text
+from ragcore.service.mcp.tools import RagTools, UploadedText
 
 INSTRUCTIONS = """ragcore answers questions from document collections with citations. Call list_collections
 first, then search (ranked evidence with ids) or ask (a checked answer). Every piece of evidence has an

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Sequence
 
-from ragcore.mcp.errors import ToolProblem
+from ragcore.service.mcp.errors import ToolProblem
 from ragcore.types import Chunk
 
 MAX_READ_LINES = 400  # one call; an agent pages through a longer range

@@ -4,7 +4,7 @@ A single call site on purpose: a shared resolver can replace the body without to
 
 from __future__ import annotations
 
-from ragcore.mcp.errors import ToolProblem
+from ragcore.service.mcp.errors import ToolProblem
 from ragcore.storage.names import collection_name_problem
 
 

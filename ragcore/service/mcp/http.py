@@ -25,8 +25,8 @@ def mount_mcp(app: Any, service: Any) -> Callable[[], Any]:
         from mcp.server.transport_security import TransportSecuritySettings
     except ImportError:
         return _nothing
-    from ragcore.mcp.server import build_server
-    from ragcore.mcp.tools import RagTools
+    from ragcore.service.mcp.server import build_server
+    from ragcore.service.mcp.tools import RagTools
 
     settings = service.settings
     tools = RagTools(service.engine, service.slots, settings.deadline_s, allow_ingest=False)
