@@ -162,6 +162,8 @@ def defang_images(text: str) -> str:
 
 
 _SCRIPT_SCHEME = re.compile(r"^(?:javascript|vbscript|data|livescript):", re.I)
+# a link whose target may hold balanced parentheses and "<", as CommonMark reads one: javascript:alert(1)
+_ANY_TARGET_LINK = re.compile(r"(?<!!)\[" + _LABEL + r"\]\(\s*(<?(?:[^\s()]|\([^\s()]*\))*>?)(?:\s+\"[^\"]*\")?\s*\)")
 _ANY_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*)>")
 
 
@@ -174,7 +176,8 @@ def runs_code(target: str) -> bool:
 
 def defang_script_links(text: str) -> str:
     """Markdown links, autolinks and HTML anchors whose target runs code, as visible text."""
-    text = _fixpoint(_LINK, lambda m: f"{m.group(1)} ({_code(m.group(2))})" if runs_code(m.group(2)) else m.group(0), text)
+    text = _fixpoint(_ANY_TARGET_LINK, lambda m: f"{m.group(1)} ({_code(m.group(2))})"
+                     if runs_code(m.group(2).strip("<>")) else m.group(0), text)
     text = _ANY_AUTOLINK.sub(lambda m: _code(m.group(1)) if runs_code(m.group(1)) else m.group(0), text)
     return _ANCHOR_TAG.sub(lambda m: _code(m.group(0)) if "script:" in "".join(m.group(0).split()).lower()
                            or "data:" in m.group(0).lower() else m.group(0), text)
