@@ -65,7 +65,7 @@ def attribute(clean: str) -> tuple[list[str], list[list[int]]]:
             cited[-1] = list(dict.fromkeys([*cited[-1], *markers_in(lead.group(0))]))
             raw = raw[lead.end() :]
         body = strip_markers(raw).strip()
-        if not re.search(r"[A-Za-z0-9]", body):
+        if not any(ch.isalnum() for ch in body):  # (any script: a Japanese answer was once never checked)
             continue
         sentences.append(" ".join(_BULLET.sub("", body).split()))
         cited.append(markers_in(raw))
