@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ragcore.safety.injection import defang_images, runs_code
+from ragcore.safety.injection import defang_images
 
 LIVE = re.compile(r"\]\(\s*<?\s*(?:javascript|vbscript|data):|<(?:javascript|vbscript|data):", re.I)
 PAGE = """# Resetting the console
@@ -34,10 +34,14 @@ def test_an_extractive_answer_shows_a_script_link_as_text(make_engine, tmp_path)
 @pytest.mark.parametrize("target", ["javascript:alert(1)", "JaVaScRiPt:x", "&#106;avascript:x", " javascript:x",
                                     "java\tscript:x", "vbscript:x", "data:text/html,<b>x</b>"])
 def test_script_targets_are_found_as_a_browser_reads_them(target: str) -> None:
+    from ragcore.safety.injection import runs_code
+
     assert runs_code(target)
     assert not LIVE.search(defang_images(f"[x]({target})")) or " " in target or "\t" in target
 
 
 @pytest.mark.parametrize("target", ["https://example.org/a", "page.md", "#anchor", "mailto:a@example.org"])
 def test_ordinary_links_stay_links(target: str) -> None:
+    from ragcore.safety.injection import runs_code
+
     assert not runs_code(target) and defang_images(f"[x]({target})") == f"[x]({target})"
