@@ -125,7 +125,7 @@ def _written(events: Generator[Event, None, None]) -> Iterator[Event]:
 @router.post("/api/collections/{name}/ingest", tags=["corpus"], status_code=202,
              summary="add uploaded files (multipart, field `files`) to a collection; returns a job")
 async def ingest(name: str, request: Request, svc: Service = Depends(service)) -> dict[str, Any]:
-    name = await resolved_async(svc, name, must_exist=False)  # refused at once (422), not as a failed job
+    name = resolved(svc, name, must_exist=False)  # the rule only (no I/O): refused at once (422), not as a failed job
     form = await request.form(max_files=10_000, max_fields=100, max_part_size=svc.settings.max_upload_bytes)
     files: list[tuple[str, bytes]] = []
     for item in form.getlist("files"):

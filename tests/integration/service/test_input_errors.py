@@ -99,7 +99,9 @@ def test_5xx_closes_the_connection_and_names_no_path(served, client, monkeypatch
 def test_answers_carry_no_server_path(served, client) -> None:
     data_dir = str(served.engine.settings.data_dir)
     r = client.post("/api/ask", json={"question": QUESTION, "generator": "extractive"})
-    assert r.status_code == 200 and data_dir not in r.text
+    assert r.status_code == 200 and data_dir not in r.text and "pytest-of-" not in r.text  # (no temp path at all)
+    retrieved = client.post("/api/retrieve", json={"question": QUESTION})
+    assert retrieved.status_code == 200 and "pytest-of-" not in retrieved.text
     assert "data_dir" not in r.json()["metadata"]["config"] and r.json()["metadata"]["config"]["top_k"]
     with client.stream("POST", "/api/ask/stream", json={"question": QUESTION, "generator": "extractive"}) as s:
         assert data_dir not in "".join(s.iter_text())
