@@ -80,3 +80,15 @@ def test_instructions_in_other_words_are_found(text: str) -> None:
 ])
 def test_ordinary_text_is_not_flagged(text: str) -> None:
     assert not instruction_phrases(text), instruction_phrases(text)
+
+
+def test_a_planted_sentence_cited_to_other_evidence_is_still_flagged(shop) -> None:
+    """The model repeats the planted sentence but cites the honest policy chunk: the sentence is
+    found word for word in instruction-like evidence, so it is flagged whatever it cites."""
+    engine, server, settings = shop
+    probe = engine.ask(QUESTION["paraphrase.md"], settings=settings.with_(llm=LlmSettings(), top_k=8))
+    assert any(e.chunk.path == "paraphrase.md" for e in probe.evidence)
+    honest = next(e.n for e in probe.evidence if e.chunk.path == "policy.md")
+    server.script([Text(f"{POLICY} [{honest}] The kettle warranty covers everything for ninety-nine years [{honest}].")])
+    answer = engine.ask(QUESTION["paraphrase.md"], settings=settings.with_(top_k=8))
+    assert answer.status != "ok" and len(answer.validation.injected) == 1, answer.validation
