@@ -65,11 +65,20 @@ def attribute(clean: str) -> tuple[list[str], list[list[int]]]:
             cited[-1] = list(dict.fromkeys([*cited[-1], *markers_in(lead.group(0))]))
             raw = raw[lead.end() :]
         body = strip_markers(raw).strip()
-        if not re.search(r"[A-Za-z0-9]", body):
+        if not any(ch.isalnum() for ch in body):  # (any script: a Japanese answer was once never checked)
             continue
         sentences.append(" ".join(_BULLET.sub("", body).split()))
         cited.append(markers_in(raw))
     return sentences, cited
+
+
+# An answer sentence this long found word for word in instruction-like evidence repeats that
+# evidence (a planted sentence), whichever evidence it cites: it is flagged injected.
+_COPIED_MIN_CHARS = 20
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 class CitationChecker:
@@ -92,20 +101,23 @@ class CitationChecker:
         pairs = [[col[n] for n in ns] for ns in cited]
         matrix = self.scorer.best(sentences, [by_n[n].chunk for n in needed], pairs) if needed else [[] for _ in sentences]
         suspicious = {s.n for s in suspicious_evidence(ev)}
+        planted = [_folded(by_n[n].chunk.text) for n in suspicious]
         checks: list[SentenceCheck] = []
         matches_for_n: dict[int, list[SupportMatch]] = {}
         for i, (sent, ns) in enumerate(zip(sentences, cited)):
             found = [matrix[i][col[n]] for n in ns]
             for n, m in zip(ns, found):
                 matches_for_n.setdefault(n, []).append(m)
-            checks.append(self._sentence(sent, ns, max((m.score for m in found), default=0.0), suspicious))
+            copied = len(sent) >= _COPIED_MIN_CHARS and any(_folded(sent) in text for text in planted)
+            checks.append(self._sentence(sent, ns, max((m.score for m in found), default=0.0), suspicious, copied))
         citations = tuple(make_citation(by_n[n], matches_for_n.get(n, [])) for n in needed)
         validation = Validation(stripped=stripped, sentences=tuple(checks), suspicious_evidence=tuple(sorted(suspicious)))
         return CheckedAnswer(clean.strip(), citations, validation)
 
-    def _sentence(self, sent: str, ns: list[int], support: float, suspicious: set[int]) -> SentenceCheck:
+    def _sentence(self, sent: str, ns: list[int], support: float, suspicious: set[int], copied: bool = False) -> SentenceCheck:
+        """``copied``: the sentence is found word for word in instruction-like evidence, whatever it cites."""
         flags: list[str] = []
-        if suspicious.intersection(ns) or looks_like_instruction(sent):
+        if suspicious.intersection(ns) or copied or looks_like_instruction(sent):
             flags.append("injected")
         if not ns and not (self.exempt and self.exempt(sent)):
             flags.append("uncited")

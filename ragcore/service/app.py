@@ -17,9 +17,10 @@ from ragcore.service import openai_compat, rest, stream
 from ragcore.service.auth import BearerAuth
 from ragcore.service.errors import install_error_handlers
 from ragcore.service.mcp.http import mount_mcp
+from ragcore.service.guard import BrowserGuard
 from ragcore.service.jobs import Jobs
 from ragcore.service.lean import LeanRoutes
-from ragcore.service.limits import AccessLog, BodyLimit, Slots
+from ragcore.service.limits import AccessLog, BodyLimit, Slots, keep_query_strings_out_of_logs
 from ragcore.service.state import Service
 from ragcore.settings.service import ServiceSettings
 
@@ -47,6 +48,7 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
             if close_engine:
                 engine.close()
 
+    keep_query_strings_out_of_logs()  # uvicorn's own lines print them (a key sent in a URL)
     app = FastAPI(title="ragcore", description=DESCRIPTION, version=_version(), lifespan=lifespan,
                   docs_url="/docs", redoc_url=None, openapi_url="/openapi.json")
     app.state.service = Service(engine=engine, settings=settings, jobs=jobs,
@@ -55,11 +57,12 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
     for module in (rest, stream, openai_compat):
         app.include_router(module.router)
     mcp_running = mount_mcp(app, app.state.service)  # /mcp (ragcore/service/mcp/http.py); a no-op without the mcp extra
-    # added innermost first: the access log sees every refusal (401, 413) with its status
+    # added innermost first: the access log sees every refusal (401, 403, 413) with its status
     if lean_routes:
         app.add_middleware(LeanRoutes, service=app.state.service)
     app.add_middleware(BearerAuth, keys=settings.api_keys)
     app.add_middleware(BodyLimit, max_body=settings.max_body_bytes, max_upload=settings.max_upload_bytes)
+    app.add_middleware(BrowserGuard, settings=settings)  # Host and Origin, with or without keys (guard.py)
     app.add_middleware(AccessLog)
     if settings.cors_origins:  # off unless configured: no Access-Control-* header is ever sent otherwise
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST", "DELETE"],

@@ -8,6 +8,8 @@ name the field and the rule but never echo the value sent (it may be a document'
 from __future__ import annotations
 
 import logging
+import os
+import re
 from typing import Any, Mapping
 
 from fastapi import FastAPI, Request
@@ -16,6 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragcore.settings.config import ConfigError
+from ragcore.storage.names import CollectionRefused
 
 log = logging.getLogger("ragcore.service")
 
@@ -40,8 +43,31 @@ def error_body(code: str, message: str) -> dict[str, Any]:
 
 
 def error_response(status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The JSON error; its message with server paths taken out (a store's or the OS's message may
+    name one); after a 5xx the connection is closed (``Connection: close``), as a client expects
+    of a server that failed: a kept-alive connection dropped without it made clients retry blind."""
     code = code or _CODES.get(status, "error")
-    return JSONResponse(error_body(code, message), status_code=status, headers=dict(headers or {}))
+    headers = dict(headers or {})
+    if status >= 500:
+        headers["Connection"] = "close"
+    return JSONResponse(error_body(code, without_paths(message)), status_code=status, headers=headers)
+
+
+_ROUTE_ROOTS = frozenset({"api", "v1", "healthz", "docs", "openapi.json"})
+_ABSOLUTE = re.compile(r"(?<![\w.:/~])(/[^\s'\"/:,;()\[\]]+)(/[^\s'\"/:,;()\[\]]*)*")
+
+
+def without_paths(message: str) -> str:
+    """``message`` with every absolute server path replaced by ``<path>``: a path whose first part
+    is a folder of this machine's root (``/tmp/...``, ``/home/...``); the service's own routes
+    (``/api/...``) stay."""
+    def one(m: re.Match[str]) -> str:
+        first = m.group(1)[1:]
+        if first in _ROUTE_ROOTS or not os.path.isdir("/" + first):
+            return m.group(0)
+        return "<path>"
+
+    return _ABSOLUTE.sub(one, message)
 
 
 def validation_message(errors: list[dict[str, Any]]) -> str:
@@ -58,6 +84,8 @@ def known_error_response(exc: Exception) -> JSONResponse | None:
     below and the lean routes (lean.py) answer with it, so both write the same JSON."""
     if isinstance(exc, ApiError):
         return error_response(exc.status, exc.message, exc.code, exc.headers)
+    if isinstance(exc, CollectionRefused):  # storage/names.py: the one collection rule
+        return error_response(exc.status, exc.reason, None if exc.status == 404 else "invalid_collection")
     if isinstance(exc, ConfigError):  # a setting sent in the request
         return error_response(422, str(exc), "invalid_setting")
     if isinstance(exc, RequestValidationError):
@@ -74,7 +102,7 @@ def install_error_handlers(app: FastAPI) -> None:
         assert response is not None  # registered only for the kinds it knows
         return response
 
-    for kind in (ApiError, ConfigError, RequestValidationError, StarletteHTTPException):
+    for kind in (ApiError, CollectionRefused, ConfigError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(kind, _known)
 
     @app.exception_handler(Exception)

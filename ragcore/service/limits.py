@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -97,6 +98,30 @@ class AccessLog:
         finally:
             method = scope.get("method", "WS")
             access_log.info("%s %s %s %.0f ms", method, scope["path"], status or "-", (time.perf_counter() - t0) * 1e3)
+
+
+class NoQueryStrings(logging.Filter):
+    """Cuts the query string off every path in uvicorn's log lines: its WebSocket lines
+    (``"WebSocket /api/ws?key=…" [accepted]``) print it, and a client may put a key there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(isinstance(a, str) and "?" in a for a in record.args):
+            record.args = tuple(a.split("?", 1)[0] if isinstance(a, str) and a.startswith("/") else a for a in record.args)
+        if isinstance(record.msg, str) and "?" in record.msg and not record.args:
+            record.msg = _QUERY.sub("", record.msg)
+        return True
+
+
+_QUERY = re.compile(r"(?<=[\w/])\?[^\s\"']*")
+SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+def keep_query_strings_out_of_logs() -> None:
+    """Put :class:`NoQueryStrings` on uvicorn's loggers (once), whatever logging config it runs with."""
+    for name in SERVER_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, NoQueryStrings) for f in logger.filters):
+            logger.addFilter(NoQueryStrings())
 
 
 @dataclass

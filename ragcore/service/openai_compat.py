@@ -19,14 +19,16 @@ from typing import Any, AsyncIterator
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ragcore.service.errors import ApiError
+from ragcore.service.collections import resolved_async
+from ragcore.service.errors import ApiError, validation_message
 from ragcore.service.rest import answer_of
 from ragcore.service.schemas import AskRequest, Turn
 from ragcore.service.state import Service, service
 from ragcore.service.stream import start_ask, watch_disconnect
 from ragcore.service.wire import dumps
+from ragcore.storage.names import CollectionRefused
 from ragcore.types import Answer, Citation
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -49,13 +51,16 @@ async def models(svc: Service = Depends(service)) -> dict[str, Any]:
 
 @router.post("/chat/completions", summary="answer the last user message from the collection named by `model`")
 async def chat(body: ChatRequest, request: Request, svc: Service = Depends(service)):
-    names = await run_in_threadpool(lambda: {i.name for i in svc.engine.collections()})
-    if body.model not in names:
+    try:  # the one collection rule (service/collections.py); 404 in OpenAI's words
+        await resolved_async(svc, body.model, label="model")
+    except CollectionRefused as exc:
+        if exc.status != 404:
+            raise
         raise ApiError(404, f"The model {body.model!r} does not exist: models are collections, GET /v1/models "
-                            "lists them.", "model_not_found")
-    ask = AskRequest(question=question_of(body.messages), collection=body.model, history=history_of(body.messages))
+                            "lists them.", "model_not_found") from None
+    ask = ask_of(body)
     if body.stream:
-        run = await start_ask(svc, ask)
+        run = await start_ask(svc, ask, label="model")
         return StreamingResponse(_chunks(run, request, body.model), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
     answer = await answer_of(svc, ask)
@@ -71,12 +76,25 @@ async def chat(body: ChatRequest, request: Request, svc: Service = Depends(servi
 # ------------------------------------------------------------------ messages → question + history
 
 
+def ask_of(body: ChatRequest) -> AskRequest:
+    """The question the messages ask; 400 in OpenAI's shape for one the service refuses (too long)."""
+    try:
+        return AskRequest(question=question_of(body.messages), collection=body.model, history=history_of(body.messages))
+    except ValidationError as exc:
+        long = any(e.get("type") == "string_too_long" for e in exc.errors())
+        raise ApiError(400, "messages: " + validation_message(exc.errors()).replace("question:", "the last user message:"),
+                       "context_length_exceeded" if long else "invalid_request") from None
+
+
 def _text(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: only the text ones count
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        if not all(isinstance(t, str) for t in texts):
+            raise ApiError(400, "messages: a text content part's `text` must be a string", "invalid_request")
+        return "".join(texts)
     return ""
 
 

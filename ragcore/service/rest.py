@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any, Callable, Generator, Iterator
@@ -10,11 +11,12 @@ from typing import Any, Callable, Generator, Iterator
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from ragcore.service.collections import resolved, resolved_async
 from ragcore.service.errors import ApiError
 from ragcore.service.runner import start_question, run_blocking
 from ragcore.service.schemas import AskRequest, RetrieveRequest, request_settings, stream_kwargs
 from ragcore.service.state import Service, service
-from ragcore.service.wire import json_bytes
+from ragcore.service.wire import json_bytes, public_events
 from ragcore.storage.store import StoreError
 from ragcore.types import Event
 
@@ -36,7 +38,7 @@ async def collections(svc: Service = Depends(service)) -> list[dict[str, Any]]:
 
 @router.get("/api/collections/{name}/documents", tags=["corpus"], summary="a collection's documents")
 async def documents(name: str, svc: Service = Depends(service)) -> list[dict[str, Any]]:
-    await _existing(svc, name)
+    name = await resolved_async(svc, name)
     docs = await run_in_threadpool(svc.engine.documents, name)
     return [{"path": p, "chunks": n} for p, n in docs]
 
@@ -59,11 +61,14 @@ async def ask(body: AskRequest, svc: Service = Depends(service)) -> Response:
 async def retrieve_reply(svc: Service, body: RetrieveRequest) -> bytes:
     """``POST /api/retrieve``'s JSON: the ranked pool."""
     s = request_settings(svc.engine.settings, body)
-    try:  # serialised in the worker thread too: the event loop stays free for other requests
-        return await run_blocking(svc.slots, svc.settings.deadline_s,
-                                  lambda: json_bytes(svc.engine.retrieve(body.question, s)))
-    except StoreError as exc:  # a missing or unreadable collection: the store's message says which
-        raise ApiError(404 if s.collection not in await _names(svc) else 503, str(exc)) from None
+
+    def work() -> bytes:  # resolved and serialised in the worker thread: the event loop stays free
+        return json_bytes(svc.engine.retrieve(body.question, s, collection=resolved(svc, s.collection)))
+
+    try:
+        return await run_blocking(svc.slots, svc.settings.deadline_s, work)
+    except StoreError as exc:  # an existing collection that cannot be read (the message has no path: errors.py)
+        raise ApiError(503, str(exc)) from None
 
 
 async def ask_reply(svc: Service, body: AskRequest) -> bytes:
@@ -88,7 +93,8 @@ async def _done(svc: Service, body: AskRequest, wrap: Callable[[Iterator[Event]]
     kwargs = stream_kwargs(svc.engine.settings, body)
 
     def produce(cancel: threading.Event) -> Iterator[Event]:
-        events = svc.engine.stream(body.question, cancel=cancel, **kwargs)
+        kwargs["collection"] = resolved(svc, kwargs["collection"], must_exist=kwargs["context"] != "selection")
+        events = public_events(svc.engine.stream(body.question, cancel=cancel, **kwargs))
         return events if wrap is None else wrap(events)
 
     run = await start_question(svc.slots, svc.settings.deadline_s, produce, keep=lambda ev: ev.type == "done")
@@ -119,6 +125,7 @@ def _written(events: Generator[Event, None, None]) -> Iterator[Event]:
 @router.post("/api/collections/{name}/ingest", tags=["corpus"], status_code=202,
              summary="add uploaded files (multipart, field `files`) to a collection; returns a job")
 async def ingest(name: str, request: Request, svc: Service = Depends(service)) -> dict[str, Any]:
+    name = resolved(svc, name, must_exist=False)  # the rule only (no I/O): refused at once (422), not as a failed job
     form = await request.form(max_files=10_000, max_fields=100, max_part_size=svc.settings.max_upload_bytes)
     files: list[tuple[str, bytes]] = []
     for item in form.getlist("files"):
@@ -128,6 +135,9 @@ async def ingest(name: str, request: Request, svc: Service = Depends(service)) -
     await form.close()
     if not files:
         raise ApiError(422, "files: send at least one file (multipart/form-data, field name `files`)")
+    twice = sorted(n for n, count in Counter(n for n, _ in files).items() if count > 1)
+    if twice:  # one path, one text: two uploads under one name were once stored as two documents
+        raise ApiError(422, f"files: each file name may appear once in a request; sent more than once: {', '.join(map(repr, twice[:5]))}")
     return svc.jobs.submit(name, files).public()
 
 
@@ -145,12 +155,3 @@ def _found(job_id: str, state: dict[str, Any] | None) -> dict[str, Any]:
     if state is None:
         raise ApiError(404, f"There is no job {job_id!r} (finished jobs are forgotten after a while).")
     return state
-
-
-async def _names(svc: Service) -> set[str]:
-    return await run_in_threadpool(lambda: {i.name for i in svc.engine.collections()})
-
-
-async def _existing(svc: Service, name: str) -> None:
-    if name not in await _names(svc):
-        raise ApiError(404, f"There is no collection {name!r}; GET /api/collections lists them.")

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
 
 from ragcore.engine.selection import selection_problem
 from ragcore.engine.stages import SelectionInput
 from ragcore.service.errors import ApiError
 from ragcore.settings.config import LlmSettings, RagcoreSettings
+from ragcore.storage.names import checked_name
 
 MAX_QUESTION_CHARS = 4000
+# A selection is read whole (cut into sentences, each embedded) before the model runs: ~1 MB held a
+# question slot for 90 s (past the deadline). A passage worth selecting is far shorter; longer
+# text belongs in a collection (POST /api/collections/{name}/ingest).
+MAX_SELECTION_CHARS = 100_000
 
 
 class Turn(BaseModel):
@@ -30,10 +35,17 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     collection: str | None = Field(None, description="default: the server's RAGCORE_COLLECTION")
-    top_k: int | None = Field(None, description="chunks kept as evidence: an integer from 1 to 1000 (RAGCORE_TOP_K's rule)")
-    threshold: float | None = Field(None, description="minimum cosine similarity (0-1), -1 keeps every chunk")
+    top_k: StrictInt | None = Field(None, description="chunks kept as evidence: an integer from 1 to 1000 (RAGCORE_TOP_K's rule)")
+    threshold: StrictFloat | None = Field(None, description="minimum cosine similarity (0-1), -1 keeps every chunk")
     mode: Literal["dense", "sparse", "hybrid"] | None = Field(None, description="retrieval mode")
     path_filter: str | None = Field(None, description="only documents whose path matches these globs")
+
+    @field_validator("question")
+    @classmethod
+    def _has_words(cls, question: str) -> str:
+        if not question.strip():  # a blank question ranked the whole collection (50 candidates)
+            raise ValueError("the question is blank")
+        return question
 
 
 class AskRequest(RetrieveRequest):
@@ -41,7 +53,8 @@ class AskRequest(RetrieveRequest):
 
     context: Literal["corpus", "selection", "both"] | None = Field(
         None, description="default: corpus, or both when a selection is sent")
-    selection: str | None = Field(None, description="the selected passage's text (never a path: the service reads no file)")
+    selection: str | None = Field(None, max_length=MAX_SELECTION_CHARS,
+                                  description="the selected passage's text (never a path: the service reads no file)")
     selection_source: str | None = Field(None, max_length=500, description="a label for the passage, shown in citations")
     history: list[Turn] = Field(default_factory=list, max_length=50, description="earlier turns, oldest first")
     generator: Literal["auto", "extractive"] = Field(
@@ -49,6 +62,8 @@ class AskRequest(RetrieveRequest):
 
 
 def request_settings(base: RagcoreSettings, req: RetrieveRequest) -> RagcoreSettings:
+    if req.collection is not None:  # the name rule before the settings see it (service/collections.py)
+        checked_name(req.collection)
     changes: dict[str, Any] = {"top_k": req.top_k, "threshold": req.threshold, "retrieval_mode": req.mode,
                                "path_filter": req.path_filter, "collection": req.collection}
     changes = {k: v for k, v in changes.items() if v is not None}

@@ -12,26 +12,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, Depends, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
-from ragcore.service.errors import ApiError, validation_message
+from ragcore.service.collections import resolved_async
+from ragcore.service.errors import known_error_response, log, validation_message
 from ragcore.service.runner import QuestionRun, start_question
 from ragcore.service.schemas import AskRequest, stream_kwargs
 from ragcore.service.state import Service, service
-from ragcore.service.wire import dumps, event_json, sse
+from ragcore.service.wire import dumps, event_json, public_events, sse
 
 router = APIRouter()
 HEARTBEAT_S = 15.0  # an SSE comment line, so that proxies keep an idle stream open
 
 
-async def start_ask(svc: Service, body: AskRequest) -> QuestionRun:
+async def start_ask(svc: Service, body: AskRequest, label: str = "collection") -> QuestionRun:
+    """A running question; its collection resolved first (422 / 404 before any stream starts)."""
     kwargs = stream_kwargs(svc.engine.settings, body)
+    kwargs["collection"] = await resolved_async(svc, kwargs["collection"], must_exist=kwargs["context"] != "selection",
+                                                label=label)
     return await start_question(svc.slots, svc.settings.deadline_s,
-                                lambda cancel: svc.engine.stream(body.question, cancel=cancel, **kwargs))
+                                lambda cancel: public_events(svc.engine.stream(body.question, cancel=cancel, **kwargs)))
 
 
 @router.post("/api/ask/stream", tags=["questions"], response_class=StreamingResponse,
@@ -98,7 +103,10 @@ async def ws(socket: WebSocket) -> None:
 
     try:
         while True:
-            msg = await socket.receive_json()
+            msg = await _next_message(socket)
+            if msg is _NOT_JSON:
+                await send(_ws_error(None, "invalid_request", "each message is one JSON object sent as a text frame"))
+                continue
             kind = msg.get("type") if isinstance(msg, dict) else None
             if kind == "rag.request":
                 task = asyncio.create_task(_ws_question(svc, msg, runs, send))
@@ -109,8 +117,8 @@ async def ws(socket: WebSocket) -> None:
             else:
                 await send(_ws_error(None, "invalid_request", "send {\"type\": \"rag.request\", ...} or "
                                                               "{\"type\": \"rag.cancel\", \"request_id\": ...}"))
-    except (WebSocketDisconnect, RuntimeError, ValueError):
-        pass  # gone, or not JSON: the socket ends and its questions stop
+    except (WebSocketDisconnect, RuntimeError):
+        pass  # gone: the socket ends and its questions stop
     finally:
         for run in runs.values():
             run.close()
@@ -118,6 +126,24 @@ async def ws(socket: WebSocket) -> None:
             task.cancel()
         with contextlib.suppress(Exception):
             await socket.close()
+
+
+_NOT_JSON = object()
+
+
+async def _next_message(socket: WebSocket) -> Any:
+    """The next message as JSON, or ``_NOT_JSON`` (a binary frame, text that is not JSON): the
+    client hears why (rag.error) and the socket stays open; nothing reaches the log."""
+    message = await socket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000))
+    text = message.get("text")
+    if text is None:
+        return _NOT_JSON
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
 
 
 def _cancel(runs: dict[str, QuestionRun], request_id: Any) -> None:
@@ -134,8 +160,14 @@ async def _ws_question(svc: Service, msg: dict[str, Any], runs: dict[str, Questi
     except ValidationError as exc:
         await send(_ws_error(client_id, "invalid_request", validation_message(exc.errors())))
         return
-    except ApiError as exc:
-        await send(_ws_error(client_id, exc.code, exc.message))
+    except Exception as exc:  # noqa: BLE001 - every refusal is a reply (top_k 0 once died in this task unheard)
+        response = known_error_response(exc)
+        if response is None:
+            log.error("unexpected %s on a WebSocket question", type(exc).__name__)
+            await send(_ws_error(client_id, "internal_error", f"The service failed on this request ({type(exc).__name__})."))
+            return
+        error = json.loads(response.body)["error"]
+        await send(_ws_error(client_id, error["code"], error["message"]))
         return
     try:
         async for ev in run.events():
@@ -145,6 +177,9 @@ async def _ws_question(svc: Service, msg: dict[str, Any], runs: dict[str, Questi
             if client_id is not None:
                 obj["client_id"] = client_id
             await send(obj)
+    except Exception as exc:  # noqa: BLE001 - the engine failed: said on the socket, the type only in the log
+        log.error("unexpected %s in a WebSocket question", type(exc).__name__)
+        await send(_ws_error(client_id, "internal_error", f"The service failed on this request ({type(exc).__name__})."))
     finally:
         run.close()
         if run.request_id:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
-from ragcore.types import Event, Validation, to_jsonable
+from ragcore.types import Answer, Event, Validation, to_jsonable
 
 PREFIX = "rag."
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_SERIALIZE_NUMPY
@@ -25,6 +25,30 @@ _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_SERIALIZE_NUMPY
 def event_json(ev: Event) -> dict[str, Any]:
     return {"type": PREFIX + ev.type, "request_id": ev.request_id, "seq": ev.seq, "ts": round(ev.ts, 6),
             "data": dict(ev.data)}
+
+
+def public_events(events: Iterator[Event]) -> Iterator[Event]:
+    """The engine's events as they may leave the service (:func:`public_event`); closing this
+    closes ``events`` at once (and with them the model's stream)."""
+    try:
+        for ev in events:
+            yield public_event(ev)
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
+def public_event(ev: Event) -> Event:
+    """``ev`` without what names the server's files: the answer's ``metadata.config`` is the
+    settings it was made with, and ``data_dir`` there is an absolute server path."""
+    answer = ev.data.get("answer") if ev.type == "done" else None
+    config = answer.metadata.get("config") if isinstance(answer, Answer) else None
+    if not isinstance(config, dict) or "data_dir" not in config:
+        return ev
+    config = {k: v for k, v in config.items() if k != "data_dir"}
+    answer = dataclasses.replace(answer, metadata={**answer.metadata, "config": config})
+    return dataclasses.replace(ev, data={**ev.data, "answer": answer})
 
 
 def json_bytes(obj: Any) -> bytes:

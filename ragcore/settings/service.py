@@ -10,6 +10,8 @@ listed in ``config.SERVICE_VARIABLES`` so that the unknown-variable check lets t
 from __future__ import annotations
 
 import ipaddress
+import re
+from urllib.parse import urlsplit
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -35,9 +37,20 @@ class ServiceSettings:
     retry_after_s: int = _setting(1, "int", ge=1)  # the Retry-After of a 429
     cors_origins: tuple[str, ...] = _setting((), "strs")  # none: no CORS headers at all
     max_jobs: int = _setting(50, "int", ge=1)  # finished ingest jobs remembered for GET /api/jobs/{id}
+    # host names a request's Host header may carry besides the bound address (and, on loopback,
+    # localhost): the names a proxy or a DNS entry gives the server; "*": any (service/guard.py)
+    allowed_hosts: tuple[str, ...] = _setting((), "strs")
 
     def __post_init__(self) -> None:
         _check_fields(self)
+        for origin in self.cors_origins:
+            if origin != "*" and not is_origin(origin):
+                raise ConfigError(f"RAGCORE_SERVE_CORS_ORIGINS={origin[:80]!r} is not an origin: each is "
+                                  "scheme://host[:port] (e.g. https://notebook.example.org), no path; or *")
+        for name in self.allowed_hosts:
+            if name != "*" and not _HOST_NAME.fullmatch(name):
+                raise ConfigError(f"RAGCORE_SERVE_ALLOWED_HOSTS={name[:80]!r} is not a host name: each is a name or "
+                                  "address without scheme, port or path (e.g. rag.example.org); or *")
 
     def __repr__(self) -> str:
         return _safe_repr(self)
@@ -85,6 +98,21 @@ class ServiceSettings:
 def service_variables() -> frozenset[str]:
     """Every variable ServiceSettings reads."""
     return frozenset({API_KEYS_VARIABLE} | {SERVE_ENV_PREFIX + n.upper() for n in _rules(ServiceSettings) if n != "api_keys"})
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+")
+
+
+def is_origin(text: str) -> bool:
+    """Whether ``text`` is a web origin as a browser sends it: http(s)://host[:port], nothing more."""
+    try:
+        parts = urlsplit(text)
+        port = parts.port  # raises on a port that is not a number
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.path and not parts.query
+            and not parts.fragment and "@" not in parts.netloc and (port is None or 0 < port < 65536)
+            and bool(_HOST_NAME.fullmatch(parts.hostname)))
 
 
 def is_loopback(host: str) -> bool:

@@ -8,6 +8,8 @@ used to end in a raw "OSError: [Errno 36] File name too long".)
 
 from __future__ import annotations
 
+from typing import Callable
+
 RESERVED_PREFIX = "ragcore__"  # ragcore's own collections (metadata, heading vectors)
 MAX_COLLECTION_NAME = 100
 ALLOWED = (f"a collection name is 1 to {MAX_COLLECTION_NAME} letters, digits, - and _ "
@@ -21,3 +23,34 @@ def collection_name_problem(name: str, label: str = "collection") -> str | None:
     if name.startswith(RESERVED_PREFIX) or not name.replace("-", "").replace("_", "").isalnum():
         return f"{label}={name!r} is not allowed: {ALLOWED}"
     return None
+
+
+class CollectionRefused(ValueError):
+    """A collection a request may not use, with the status a service answers: 422 (the name breaks
+    the rule: it is never turned into a folder) or 404 (no such collection). The reason names the
+    collection as it was sent, never a server path."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def checked_name(name: object, label: str = "collection") -> str:
+    """``name`` when it may name a collection, else :class:`CollectionRefused` (422): the rule half
+    of :func:`resolve_collection`, for a request checked before anything is read."""
+    if not isinstance(name, str):
+        raise CollectionRefused(422, f"{label}: a collection name is text; {ALLOWED}")
+    problem = collection_name_problem(name, label)
+    if problem:
+        raise CollectionRefused(422, problem)
+    return name
+
+
+def resolve_collection(name: object, exists: Callable[[str], bool], label: str = "collection") -> str:
+    """``name`` as the collection to read, through the one rule every route, job and tool applies:
+    the name rule first (no path, no reserved name, nothing normalised: ``guide/.`` is refused, not
+    read as ``guide``), then ``exists(name)`` (asked only of a name that passed the rule)."""
+    checked_name(name, label)
+    if not exists(name):
+        raise CollectionRefused(404, f"There is no collection {name!r}; GET /api/collections lists them.")
+    return name

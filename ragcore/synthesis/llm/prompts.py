@@ -59,8 +59,12 @@ _HISTORY_ANSWER_CHARS = 800
 
 # ----------------------------------------------------------------------- neutralising
 
-# "<evidence", "</evidence", "< / EVIDENCE" ... anything that could open or close a block.
-_EVIDENCE_TAG = re.compile(r"<\s*(/?)\s*(evidence)", re.IGNORECASE)
+# "<evidence", "</evidence", "< / EVIDENCE" ... anything that could open or close a block, also
+# written with a look-alike bracket (＜ ﹤ ‹ 〈 ⟨) or with invisible characters inside (zero-width
+# space, joiners, soft hyphen, BOM), which a model reads past.
+_INVISIBLE = "\u00ad\u200b-\u200f\u2060-\u2064\ufeff"
+_EVIDENCE_TAG = re.compile(rf"[<＜﹤‹〈⟨][\s{_INVISIBLE}]*(/?)[\s{_INVISIBLE}]*(e[{_INVISIBLE}]*v[{_INVISIBLE}]*idence)",
+                           re.IGNORECASE)
 # Chat-template control tokens some local models honour inside content (<|im_start|> ...).
 _CONTROL_TOKEN = re.compile(r"<\|")
 # "[7]", "[7, 8]", "[3-5]", "[12]" used as references in the document's own text. Not
