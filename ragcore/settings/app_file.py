@@ -19,20 +19,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragcore.settings.catalog import persisted
 from ragcore.settings.config import LLM_ENV_PREFIX, ENV_PREFIX, ConfigError, LlmSettings, RagcoreSettings, default_data_dir, env_values
 from ragcore.safety.redact import redact_url
 
 FILE_NAME = "app_settings.json"
 FORMAT = 1
 
-# what the app may persist; dotted names are LlmSettings fields. No key, no data dir, no URL of
-# a Qdrant server (those belong to the process, set when it starts).
-PERSISTED: tuple[str, ...] = (
-    "collection", "chunk_size", "chunk_overlap",
-    "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
-    "abstain_bar", "calibrated_bar", "max_answer_sentences",
-    "llm.base_url", "llm.model", "llm.api", "llm.temperature", "llm.max_output_tokens", "llm.timeout_s",
-)
+# what the app may persist (the catalog's ``app`` settings); dotted names are LlmSettings fields. No key,
+# no data dir, no URL of a Qdrant server (those belong to the process, set when it starts).
+PERSISTED: tuple[str, ...] = persisted()
 SECRET_NAMES = ("llm.api_key", "qdrant_api_key")
 # the variables a secrets store may provide, by setting
 SECRET_VARIABLES = {"llm.api_key": ("RAGCORE_LLM_API_KEY", "OPENAI_API_KEY"), "qdrant_api_key": ("RAGCORE_QDRANT_API_KEY",)}

@@ -104,17 +104,20 @@ def numeric_options() -> tuple[str, ...]:
     return tuple(e.rule.flag for e in entries() if e.owner == "settings" and e.rule.flag and e.numeric)
 
 
-def add_options(parser: argparse.ArgumentParser, command: str) -> None:
+def add_options(parser: argparse.ArgumentParser, command: str, aliases: dict[str, tuple[str, ...]] | None = None) -> None:
     """The settings options ``command`` (ask, ingest, eval) takes, with the rule's words in --help.
-    Values stay strings: they are checked by the settings' rules, so an error names the option."""
+    Values stay strings: they are checked by the settings' rules, so an error names the option.
+    ``aliases``: more spellings of a field's option (eval's ``--retrieval-mode``)."""
+    aliases = aliases or {}
     for e in entries():
         if e.owner != "settings" or command not in e.rule.commands or not e.rule.flag:
             continue
-        kwargs: dict[str, Any] = {"dest": e.field, "help": f"{e.rule.label or e.field} ({e.rule.allowed()})"}
+        label = e.rule.label or e.field
+        kwargs: dict[str, Any] = {"dest": e.field, "help": f"{label} ({e.rule.allowed()})" if e.numeric else label}
         if e.rule.kind == "choice":
             kwargs["choices"] = list(e.rule.choices)
-            kwargs["help"] = f"{e.rule.label or e.field} (default {e.default})"
-        parser.add_argument(e.rule.flag, **kwargs)
+            kwargs["help"] = f"{label} (default {e.default})"
+        parser.add_argument(e.rule.flag, *aliases.get(e.field, ()), **kwargs)
 
 
 @cache
