@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from ragcore.settings import catalog
 from ragcore.settings.app_file import LoadedSettings, SettingsFileError, load_app_settings
 from ragcore.engine.demo import DEMO_COLLECTION
 from ragcore.engine.collections_admin import Cancelled, Staleness, failed_files, record_cancelled, record_failed, staleness
@@ -27,8 +28,9 @@ from .render import md_code, md_escape, md_inline
 
 CONTEXT_MODES = ("corpus", "selection", "both")
 CONTEXT_LABELS = {"corpus": "Full corpus", "selection": "Selected text", "both": "Both"}
-RETRIEVAL_MODES = ("hybrid", "dense", "sparse")
-TOP_K_MAX = 50
+# the rule's modes, its default first (the app's controls show hybrid first)
+RETRIEVAL_MODES = tuple(sorted(catalog.entry("retrieval_mode").rule.choices, key=lambda m: m != catalog.entry("retrieval_mode").default))
+TOP_K_MAX = int(catalog.widget_range("top_k")[1])  # the app's top-K controls (the settings catalog's widget range)
 STALE_TTL_S = 30.0  # how long a staleness check is trusted (it hashes the folder's files)
 
 
