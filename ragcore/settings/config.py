@@ -14,7 +14,6 @@ variable (or field), the value and what is allowed, e.g.
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -29,9 +28,11 @@ EmbeddedEngine = Literal["edge", "local"]
 
 from ragcore.settings.rules import (  # noqa: F401  (re-exported: the settings' public names)
     ENV_PREFIX, LLM_ENV_PREFIX, OTHER_VARIABLES, RENAMED_VARIABLES, ConfigError,
-    _check_fields, _choice, _no_unknown, _rules, _safe_repr, _setting, check_value, chunk_problem, default_data_dir, env_values,
+    _check_fields, _choice, _no_unknown, _rules, _safe_repr, _setting, check_names, check_value, chunk_problem, default_data_dir,
+    env_values,
 )
 from ragcore.settings.llm import LlmApi, LlmSettings, UnsupportedPolicy  # noqa: F401  (re-exported)
+from ragcore.settings.llm_config import resolve_llm_settings
 from ragcore.settings.service import service_variables
 
 # `ragcore serve`'s variables (ServiceSettings' fields): the unknown-variable check lets them through
@@ -105,7 +106,7 @@ class RagcoreSettings:
     # minilm | openai:<model> | onnx:<folder> | fastembed:<name>; not set: minilm for a new collection, and an
     # existing one is updated with its own model (set: another model than the collection's is refused)
     embed_model: str | None = _setting(
-        None, "str", optional=True, label="Embedding model of a new collection", flag="--embed-model", commands=("ingest",), shown_default="not set (`minilm`)",
+        None, "str", optional=True, label="embedding model of a new collection: minilm (default), openai:<model>, onnx:<folder> or fastembed:<name>", flag="--embed-model", commands=("ingest",), shown_default="not set (`minilm`)",
         help="The embedding model of new collections: `minilm`, `openai:<model>`, `onnx:<folder>` or `fastembed:<name>` "
              "(also `ragcore ingest --embed-model`); not set, new collections get "
              "the bundled offline `minilm` and existing ones are updated with their own model. Set, an ingest into a "
@@ -390,13 +391,18 @@ class RagcoreSettings:
         return out
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "RagcoreSettings":
+    def from_env(cls, env: Mapping[str, str] | None = None, *, secrets: bool | None = None,
+                 **overrides: Any) -> "RagcoreSettings":
         """Build settings from RAGCORE_* variables (plus OPENAI_API_KEY / OPENAI_BASE_URL).
 
         ``overrides`` win over the environment (``llm`` may be an LlmSettings, which replaces
         the environment's, or a mapping of LLM fields applied on top). Empty variables are
         ignored. Unknown or renamed RAGCORE_* variables and bad values raise ConfigError.
+        ``secrets``: also read the endpoint from ``.streamlit/secrets.toml`` (the project's, then
+        the home folder's; below the environment), as the CLI, the app and the service do; by
+        default when ``env`` is the process's environment (a mapping passed in is read alone).
         """
+        read_secrets = env is None if secrets is None else secrets
         env = os.environ if env is None else env
         check_env_names(env)
         problems: list[str] = []
@@ -405,7 +411,7 @@ class RagcoreSettings:
         except ConfigError as exc:
             problems.append(str(exc))
         try:
-            llm = _llm_from_env(env, overrides.pop("llm", None))
+            llm = _llm_from_env(env, overrides.pop("llm", None), read_secrets)
         except ConfigError as exc:
             problems.append(str(exc))
         if problems:  # every bad variable at once, not one per attempt
@@ -431,15 +437,21 @@ def _build(cls: type[RagcoreSettings], values: dict[str, Any], labels: dict[str,
     return cls(llm=llm, **values)
 
 
-def _llm_from_env(env: Mapping[str, str], override: Any) -> LlmSettings:
+def _llm_from_env(env: Mapping[str, str], override: Any, read_secrets: bool = False) -> LlmSettings:
     if isinstance(override, LlmSettings):
         return override
+    if read_secrets:  # secrets.toml below the environment: llm_config's one order, the CLI's and the app's
+        llm = resolve_llm_settings(env=env)
+        return _llm_override(llm, override)
     values, _ = env_values(LlmSettings, env, LLM_ENV_PREFIX)
     for name, var in (("api_key", "OPENAI_API_KEY"), ("base_url", "OPENAI_BASE_URL")):
         raw = env.get(var)
         if name not in values and raw:
             values[name] = check_value(name, _rules(LlmSettings)[name], raw, var)
-    llm = LlmSettings(**values)
+    return _llm_override(LlmSettings(**values), override)
+
+
+def _llm_override(llm: LlmSettings, override: Any) -> LlmSettings:
     if isinstance(override, Mapping):
         _no_unknown(LlmSettings, override)
         llm = replace(llm, **override)
@@ -458,16 +470,4 @@ def known_variables() -> frozenset[str]:
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:
     """ConfigError naming every renamed or unknown variable starting with ``prefix``: a typo
     such as RAGCORE_TOPK would otherwise be ignored without a word."""
-    known = known_variables()
-    problems = []
-    for var in sorted(k for k in env if k.startswith(prefix) and k not in known):
-        if var in RENAMED_VARIABLES:
-            problems.append(f"{var} was renamed {RENAMED_VARIABLES[var]}: set that instead")
-            continue
-        close = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.8)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        problems.append(f"{var} is not a ragcore setting{hint}")
-    if problems:
-        raise ConfigError("; ".join(problems) + " (docs/13-configuration-reference.md lists every variable)")
-
-
+    check_names(env, prefix, known_variables())

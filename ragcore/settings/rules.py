@@ -4,6 +4,7 @@ the variable, the value and what is allowed. ``config.py`` declares the settings
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
@@ -298,3 +299,18 @@ def _safe_repr(obj: Any) -> str:
             v = redact_url(v)
         parts.append(f"{f.name}={v!r}")
     return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def check_names(env: Mapping[str, str], prefix: str, known: frozenset[str]) -> None:
+    """ConfigError naming every renamed or unknown variable starting with ``prefix``: a typo
+    such as RAGCORE_TOPK would otherwise be ignored without a word. ``known``: the variables read."""
+    problems = []
+    for var in sorted(k for k in env if k.startswith(prefix) and k not in known):
+        if var in RENAMED_VARIABLES:
+            problems.append(f"{var} was renamed {RENAMED_VARIABLES[var]}: set that instead")
+            continue
+        close = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"{var} is not a ragcore setting{hint}")
+    if problems:
+        raise ConfigError("; ".join(problems) + " (docs/13-configuration-reference.md lists every variable)")
