@@ -167,8 +167,6 @@ def _cuts(src: Sources, p: Pool) -> Pool:
     s = p.settings
     cut = apply_cuts(p.candidates, top_k=s.top_k, threshold=s.threshold, dedupe=s.dedupe, per_doc=s.evidence_per_doc,
                      rerank_threshold=s.rerank_threshold, seats=s.evidence_seats)
-    if s.min_chunk_words > 0:
-        cut = [c.with_cut("threshold") if c.kept and len(c.chunk.text.split()) < s.min_chunk_words else c for c in cut]
     return p.evolve(candidates=tuple(cut))
 
 

@@ -244,10 +244,6 @@ class RagcoreSettings:
              "With `1`, the share of relevant documents in the evidence rose on the Django, Git, Scrapy, SQLAlchemy, guide "
              "and PDF question sets (SQLAlchemy 0.375 → 0.451), no answer's citation precision fell, and one more Scrapy "
              "question was answered (`bench/results/issue28-recall15.md`). `0`: the top-K only.")
-    min_chunk_words: int = _setting(
-        0, "int", ge=0, le=1000, label="Shortest chunk (words)", flag="--min-chunk-words", commands=("ask", "eval"),
-        app=True, request="min_chunk_words", sweep=True, widget=(0, 50, 1),
-        help="Chunks of fewer words are cut from the evidence (reason `threshold`). `0`: off.")
     # Pseudo-relevance feedback (retrieval/expansion.py): terms taken from the best prf_docs chunks of
     # a first pass and added to the BM25 query with weight prf_weight (prf_terms 0: off; off by
     # default: it helped on git-docs-qa, not on django-docs-qa)
