@@ -28,12 +28,11 @@ from ragcore.retrieval.rerank import Rerankers
 from ragcore.retrieval.stages import (
     BRANCHES, CUTS, DENSE, DOCUMENTS, EXPANSION, FUSION, RERANK, SPARSE, Pool, Sources, Stage,
 )
-from ragcore.retrieval.short_last import SHORT_CHUNKS_LAST
 from ragcore.settings.models import parse_embed
 
 # Retrieval, in order (retrieval/stages.py: one job each). The pool stages rank; the cut stages run on
 # a question (``search``) but not in the lab, which cuts the ranked pool itself as its sliders move.
-POOL_STAGES: tuple[Stage, ...] = (DENSE, SPARSE, BRANCHES, EXPANSION, FUSION, DOCUMENTS, SHORT_CHUNKS_LAST)
+POOL_STAGES: tuple[Stage, ...] = (DENSE, SPARSE, BRANCHES, EXPANSION, FUSION, DOCUMENTS)
 CUT_STAGES: tuple[Stage, ...] = (RERANK, CUTS)
 
 
