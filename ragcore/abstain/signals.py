@@ -8,87 +8,27 @@ moves subjects the corpus never mentions into the support's ``unseen``); then th
 order and the first veto is the reason to abstain. A signal that needs the extractive answer asks the
 case for it (``case.compose()``): the engine's composition stage composes it once, only then.
 
-To add a signal: a module with an object that has ``name``, ``refine(case)`` and ``judge(case)``, and
-one entry in ``ABSTAIN_SIGNALS`` below (ARCHITECTURE.md, "Where to add …").
+To add a signal: a module with an object that has ``name``, ``refine(case)`` and ``judge(case)`` (the
+types are in ``verdicts.py``), and one entry in ``ABSTAIN_SIGNALS`` below (ARCHITECTURE.md, "Where to add …").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Sequence
 
 from ragcore.abstain.answer_fit import quoted_answers_reason
 from ragcore.abstain.answerability import Support, selection_decides
 from ragcore.abstain.coverage import judge_coverage
+from ragcore.abstain.verdicts import AbstainSignal, Case, Decision, Verdict, Signal, decide  # noqa: F401  (re-exported)
 
 NO_EVIDENCE = "no evidence passed top-K and the threshold"
 NOTHING_TO_QUOTE = "the evidence has no prose sentence to quote (only code or tables); an LLM could still answer from it"
 
 
-@dataclass(frozen=True)
-class Case:
-    """What the signals read: the question as retrieved (standalone), its context and evidence, the
-    support score against the bar, and whether a language model will write the answer."""
-
-    question: str
-    context: str  # corpus | selection | both
-    evidence: tuple[Any, ...]
-    support: Support
-    bar: float
-    uncovered_margin: float
-    llm_writes: bool
-    encoder: Any  # the bundled MiniLM: scores how well quoted sentences answer
-    compose: Callable[[], Any]  # the extractive answer (ExtractiveResult), composed once when first asked
-
-    def evolve(self, **changes: Any) -> "Case":
-        return replace(self, **changes)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    signal: str
-    note: str  # one line for the lab
-    veto: str | None = None  # the reason to abstain
-
-
-class AbstainSignal(Protocol):
-    name: str
-
-    def refine(self, case: Case) -> Case: ...
-
-    def judge(self, case: Case) -> Verdict: ...
-
-
-@dataclass(frozen=True)
-class Decision:
-    case: Case  # as the signals refined it (its support is the one the answer records)
-    reason: str | None  # the first veto, None: answer
-    verdicts: tuple[Verdict, ...]  # every signal judged, in order, up to and with the veto
-
-
-def decide(signals: Sequence[AbstainSignal], case: Case) -> Decision:
-    for signal in signals:
-        case = signal.refine(case)
-    verdicts: list[Verdict] = []
-    for signal in signals:
-        verdict = signal.judge(case)
-        verdicts.append(verdict)
-        if verdict.veto:
-            return Decision(case, verdict.veto, tuple(verdicts))
-    return Decision(case, None, tuple(verdicts))
-
-
 # --------------------------------------------------------------------------- the signals
 
 
-class _Signal:
-    name = ""
-
-    def refine(self, case: Case) -> Case:
-        return case
-
-
-class Evidence(_Signal):
+class Evidence(Signal):
     """Nothing passed the cuts: nothing to answer from."""
 
     name = "evidence"
@@ -98,7 +38,7 @@ class Evidence(_Signal):
         return Verdict(self.name, f"{n} piece(s) of evidence", None if n else NO_EVIDENCE)
 
 
-class Coverage(_Signal):
+class Coverage(Signal):
     """Named subjects (a name, quoted term, identifier, version) no chunk mentions (coverage.py): near the
     bar they join the support's unseen words, which the support signal names when it abstains; above
     it they stay a hedge on the answer."""
@@ -115,7 +55,7 @@ class Coverage(_Signal):
         return Verdict(self.name, f"never mentioned: {', '.join((*s.unseen, *s.uncovered))}")
 
 
-class Bar(_Signal):
+class Bar(Signal):
     """The support score against the collection's bar, the corpus's unseen words; with a selection the
     question is about, the selection's verdict decides instead."""
 
@@ -131,7 +71,7 @@ class Bar(_Signal):
         return Verdict(self.name, note)
 
 
-class NothingToQuote(_Signal):
+class NothingToQuote(Signal):
     """The extractive composer found no prose sentence to quote (only when no language model writes)."""
 
     name = "nothing to quote"
@@ -145,7 +85,7 @@ class NothingToQuote(_Signal):
         return Verdict(self.name, f"{len(composed.picked)} unit(s) to quote")
 
 
-class QuotedAnswers(_Signal):
+class QuotedAnswers(Signal):
     """None of the sentences the composer would quote answers the question, or none gives the version,
     date or number it asks for (answer_fit.py; corpus basis, no language model)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.base import DenseEncoder
@@ -25,9 +25,10 @@ from ragcore.retrieval.docsignals import DocSignalSource
 from ragcore.retrieval.fields import FieldIndex
 from ragcore.retrieval.fusion import PoolEntry
 from ragcore.retrieval.rerank import Rerankers
-from ragcore.retrieval.stages import (
-    BRANCHES, CUTS, DENSE, DOCUMENTS, EXPANSION, FUSION, RERANK, SPARSE, Pool, Sources, Stage,
-)
+from ragcore.retrieval.stages import BRANCHES, CUTS, DENSE, DOCUMENTS, EXPANSION, FUSION, RERANK, SPARSE, Pool
+
+if TYPE_CHECKING:
+    from ragcore.retrieval.stages import Sources, Stage
 from ragcore.settings.models import parse_embed
 
 # Retrieval, in order (retrieval/stages.py: one job each). The pool stages rank; the cut stages run on

@@ -12,7 +12,7 @@ and one entry in ``search.py``'s list (ARCHITECTURE.md, "Where to add …").
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 
@@ -28,6 +28,29 @@ from ragcore.settings.config import RagcoreSettings
 from ragcore.types import Candidate, RetrievalResult
 
 Expansion = tuple[tuple[str, float], ...]
+
+if TYPE_CHECKING:  # the stages' contracts, for the type checker (Protocol classes cost import time)
+
+    class Sources(Protocol):
+        """What stages read of a collection (``HybridSearch`` provides it)."""
+
+        store: Any
+        bm25: Any
+        rerankers: Any
+
+        def encoder_for(self, collection: str) -> Any: ...
+
+        def index(self, collection: str) -> Any: ...
+
+        def fields(self, collection: str) -> Any: ...
+
+        def doc_signals(self, collection: str, pool: Pool, cands: list[Candidate]) -> Any: ...
+
+    class Stage(Protocol):
+        name: str
+        clock: str  # the latency bucket its time goes to: embed, search or fuse_and_cut
+
+        def run(self, src: Sources, pool: Pool) -> Pool: ...
 
 
 @dataclass(frozen=True)
@@ -59,29 +82,6 @@ class Pool:
             query=self.query, retrieval_mode=self.settings.retrieval_mode, rank_score_kind=self.kind,
             candidates=tuple(self.candidates), latency_ms=self.latency_ms, expansion_terms=self.expansion,
             notes=self.notes, query_vector=self.q_dense)
-
-
-class Sources(Protocol):
-    """What stages read of a collection (``HybridSearch`` provides it)."""
-
-    store: Any
-    bm25: Any
-    rerankers: Any
-
-    def encoder_for(self, collection: str) -> Any: ...
-
-    def index(self, collection: str) -> Any: ...
-
-    def fields(self, collection: str) -> Any: ...
-
-    def doc_signals(self, collection: str, pool: Pool, cands: list[Candidate]) -> Any: ...
-
-
-class Stage(Protocol):
-    name: str
-    clock: str  # the latency bucket its time goes to: embed, search or fuse_and_cut
-
-    def run(self, src: Sources, pool: Pool) -> Pool: ...
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from typing import Any
 
 from ragcore.settings.config import LLM_ENV_PREFIX, ENV_PREFIX, LlmSettings, RagcoreSettings
 from ragcore.settings.rules import Rule
-from ragcore.settings.service import API_KEYS_VARIABLE, SERVE_ENV_PREFIX, ServiceSettings
 
 # the endpoint's two fields that the standard OpenAI variables also set
 OPENAI_VARIABLES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
@@ -52,22 +51,35 @@ def _variable(owner: str, name: str) -> str:
     if owner == "llm":
         return LLM_ENV_PREFIX + name.upper()
     if owner == "service":
+        from ragcore.settings.service import API_KEYS_VARIABLE, SERVE_ENV_PREFIX
+
         return API_KEYS_VARIABLE if name == "api_keys" else SERVE_ENV_PREFIX + name.upper()
     return ENV_PREFIX + name.upper()
 
 
 @cache
+def owned(owner: str) -> tuple[Entry, ...]:
+    """The settings of one class: "settings", "llm" or "service" (imported only when asked: the
+    CLI's cold path reads the first two)."""
+    if owner == "service":
+        from ragcore.settings.service import ServiceSettings
+
+        cls: type = ServiceSettings
+    else:
+        cls = RagcoreSettings if owner == "settings" else LlmSettings
+    out: list[Entry] = []
+    for f in fields(cls):
+        rule = f.metadata.get("rule")
+        if rule is None:
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory  # type: ignore[misc]
+        out.append(Entry(("llm." if owner == "llm" else "") + f.name, f.name, owner, _variable(owner, f.name), default, rule))
+    return tuple(out)
+
+
 def entries() -> tuple[Entry, ...]:
     """Every setting, in the order the classes declare them (settings, then LLM, then service)."""
-    out: list[Entry] = []
-    for owner, cls, prefix in (("settings", RagcoreSettings, ""), ("llm", LlmSettings, "llm."), ("service", ServiceSettings, "")):
-        for f in fields(cls):
-            rule = f.metadata.get("rule")
-            if rule is None:
-                continue
-            default = f.default if f.default is not MISSING else f.default_factory  # type: ignore[misc]
-            out.append(Entry(prefix + f.name, f.name, owner, _variable(owner, f.name), default, rule))
-    return tuple(out)
+    return owned("settings") + owned("llm") + owned("service")
 
 
 @cache
@@ -79,29 +91,25 @@ def entry(name: str, owner: str | None = None) -> Entry:
     raise KeyError(name)
 
 
-def _app_entries() -> tuple[Entry, ...]:
-    return tuple(e for e in entries() if e.owner != "service")
-
-
 # --------------------------------------------------------------------------- the lists the clients use
 
 
 @cache
 def persisted() -> tuple[str, ...]:
     """What the app saves in app_settings.json (never a secret)."""
-    return tuple(e.name for e in _app_entries() if e.rule.app and not e.rule.secret)
+    return tuple(e.name for e in owned("settings") + owned("llm") if e.rule.app and not e.rule.secret)
 
 
 @cache
 def options() -> dict[str, str]:
     """Settings field -> its command-line option, for error messages (``--top-k=0 is not allowed``)."""
-    return {e.field: e.rule.flag for e in entries() if e.owner == "settings" and e.rule.flag}
+    return {e.field: e.rule.flag for e in owned("settings") if e.rule.flag}
 
 
 @cache
 def numeric_options() -> tuple[str, ...]:
     """Options whose value may start with "-" (``--threshold -1``): argparse would read it as an option."""
-    return tuple(e.rule.flag for e in entries() if e.owner == "settings" and e.rule.flag and e.numeric)
+    return tuple(e.rule.flag for e in owned("settings") if e.rule.flag and e.numeric)
 
 
 def add_options(parser: argparse.ArgumentParser, command: str, aliases: dict[str, tuple[str, ...]] | None = None) -> None:
@@ -109,8 +117,8 @@ def add_options(parser: argparse.ArgumentParser, command: str, aliases: dict[str
     Values stay strings: they are checked by the settings' rules, so an error names the option.
     ``aliases``: more spellings of a field's option (eval's ``--retrieval-mode``)."""
     aliases = aliases or {}
-    for e in entries():
-        if e.owner != "settings" or command not in e.rule.commands or not e.rule.flag:
+    for e in owned("settings"):
+        if command not in e.rule.commands or not e.rule.flag:
             continue
         label = e.rule.label or e.field
         kwargs: dict[str, Any] = {"dest": e.field, "help": f"{label} ({e.rule.allowed()})" if e.numeric else label}
@@ -123,7 +131,7 @@ def add_options(parser: argparse.ArgumentParser, command: str, aliases: dict[str
 @cache
 def sweepable() -> tuple[str, ...]:
     """Settings ``ragcore eval --sweep`` may vary (those that change retrieval, chunking or answering)."""
-    return tuple(e.field for e in entries() if e.owner == "settings" and e.rule.sweep)
+    return tuple(e.field for e in owned("settings") if e.rule.sweep)
 
 
 @cache
@@ -136,19 +144,19 @@ def config_keys() -> tuple[str, ...]:
 @cache
 def lab_signals() -> tuple[str, ...]:
     """The lab's retrieval signals (its Signals controls)."""
-    return tuple(e.field for e in entries() if e.owner == "settings" and e.rule.lab)
+    return tuple(e.field for e in owned("settings") if e.rule.lab)
 
 
 @cache
 def share_params() -> dict[str, str]:
     """The lab's URL parameter -> its settings field."""
-    return {e.rule.share: e.field for e in entries() if e.owner == "settings" and e.rule.share}
+    return {e.rule.share: e.field for e in owned("settings") if e.rule.share}
 
 
 @cache
 def request_entries() -> tuple[Entry, ...]:
     """Settings a service request may override (``Entry.rule.request`` is the request's field name)."""
-    return tuple(e for e in entries() if e.owner == "settings" and e.rule.request)
+    return tuple(e for e in owned("settings") if e.rule.request)
 
 
 def widget_range(name: str) -> tuple[float, float, float]:

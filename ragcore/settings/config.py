@@ -33,10 +33,16 @@ from ragcore.settings.rules import (  # noqa: F401  (re-exported: the settings' 
 )
 from ragcore.settings.llm import LlmApi, LlmSettings, UnsupportedPolicy  # noqa: F401  (re-exported)
 from ragcore.settings.llm_config import resolve_llm_settings
-from ragcore.settings.service import service_variables
 
-# `ragcore serve`'s variables (ServiceSettings' fields): the unknown-variable check lets them through
-SERVICE_VARIABLES = service_variables()
+
+def __getattr__(name: str) -> Any:
+    # SERVICE_VARIABLES, `ragcore serve`'s variables (ServiceSettings' fields), computed when asked: the
+    # service's settings stay off the CLI's cold path
+    if name == "SERVICE_VARIABLES":
+        from ragcore.settings.service import service_variables
+
+        return service_variables()
+    raise AttributeError(name)
 
 
 # --------------------------------------------------------------------------- all settings
@@ -464,10 +470,14 @@ def known_variables() -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads."""
     names = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)}
     names |= {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    return frozenset(names | OTHER_VARIABLES | SERVICE_VARIABLES)
+    from ragcore.settings.service import service_variables  # the unknown-variable check lets them through
+
+    return frozenset(names | OTHER_VARIABLES | service_variables())
 
 
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:
     """ConfigError naming every renamed or unknown variable starting with ``prefix``: a typo
     such as RAGCORE_TOPK would otherwise be ignored without a word."""
-    check_names(env, prefix, known_variables())
+    near = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)} | {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
+    if any(k.startswith(prefix) and k not in near and k not in OTHER_VARIABLES for k in env):
+        check_names(env, prefix, known_variables())  # the service's variables are read only then (cold path)

@@ -30,7 +30,6 @@ allowed: …``. An unknown ``RAGCORE_LLM_*`` variable is an error too.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -52,6 +51,8 @@ def secrets_paths(root: str | Path | None = None) -> list[Path]:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only where a secrets file is read: the settings import stays light
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

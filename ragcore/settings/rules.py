@@ -4,7 +4,6 @@ the variable, the value and what is allowed. ``config.py`` declares the settings
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 import os
@@ -304,6 +303,8 @@ def _safe_repr(obj: Any) -> str:
 def check_names(env: Mapping[str, str], prefix: str, known: frozenset[str]) -> None:
     """ConfigError naming every renamed or unknown variable starting with ``prefix``: a typo
     such as RAGCORE_TOPK would otherwise be ignored without a word. ``known``: the variables read."""
+    import difflib  # only when a name is wrong: off the cold path
+
     problems = []
     for var in sorted(k for k in env if k.startswith(prefix) and k not in known):
         if var in RENAMED_VARIABLES:
