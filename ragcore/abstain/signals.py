@@ -19,7 +19,6 @@ from typing import Any, Sequence
 from ragcore.abstain.answer_fit import quoted_answers_reason
 from ragcore.abstain.answerability import Support, selection_decides
 from ragcore.abstain.coverage import judge_coverage
-from ragcore.abstain.short_question import ShortQuestion
 from ragcore.abstain.verdicts import AbstainSignal, Case, Decision, Verdict, Signal, decide  # noqa: F401  (re-exported)
 
 NO_EVIDENCE = "no evidence passed top-K and the threshold"
@@ -100,7 +99,7 @@ class QuotedAnswers(Signal):
 
 
 # In order: the first veto is the reason to abstain.
-ABSTAIN_SIGNALS: tuple[AbstainSignal, ...] = (Evidence(), ShortQuestion(), Coverage(), Bar(), NothingToQuote(), QuotedAnswers())
+ABSTAIN_SIGNALS: tuple[AbstainSignal, ...] = (Evidence(), Coverage(), Bar(), NothingToQuote(), QuotedAnswers())
 
 
 def abstain_reason(evidence: Sequence[Any], support: Support, bar: float) -> str | None:
