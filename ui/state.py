@@ -144,7 +144,7 @@ def secrets_env() -> dict[str, str]:
 def load_settings(data_dir: str | Path) -> LoadedSettings:
     """Defaults, the settings file in the data directory, the environment and the secrets file."""
     try:
-        return load_app_settings(data_dir, secrets=secrets_env())
+        return load_app_settings(data_dir, secrets=secrets_env(), secrets_toml=True)  # [openai] / [llm] tables too
     except SettingsFileError as exc:  # an unreadable file: say so and start from the environment
         return LoadedSettings(RagcoreSettings.from_env(data_dir=Path(data_dir)), Path(data_dir), {}, (str(exc),))
 

@@ -44,3 +44,13 @@ def test_the_cli_and_from_env_agree(project):
     from ragcore.cli.common import settings_from_args
 
     assert settings_from_args(argparse.Namespace(), dict(os.environ)).llm == RagcoreSettings.from_env().llm
+
+
+def test_the_app_reads_the_table_too(project):
+    from ragcore.settings.app_file import load_app_settings, save_app_settings
+
+    save_app_settings(project / "data", {"llm.model": "saved-in-the-app"})
+    loaded = load_app_settings(project / "data", env={}, secrets_toml=True)
+    assert loaded.settings.llm.model == "tiny"  # secrets.toml wins over the app's file, as its top-level entries do
+    assert loaded.source("llm.model") == "secrets (openai.model)"
+    assert loaded.settings.llm == RagcoreSettings.from_env().llm
