@@ -90,7 +90,7 @@ def _range(name: str) -> dict:
 
 
 def fusion_controls() -> None:
-    state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=["rrf", "weighted"], required=True,
+    state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=list(catalog.entry("fusion").rule.choices), required=True,
                 help="rrf: Σ 1/(k + rank) over the branches; weighted: w·cosine + (1−w)·BM25/max.")
     state.bound(st.number_input, "RRF k", "lab_rrf_k", key="lab_rrf_k_w", **_range("rrf_k"))
     state.bound(st.slider, "Dense weight (weighted fusion)", "lab_dense_weight", key="lab_dw_w", **_range("dense_weight"))
@@ -298,17 +298,17 @@ def side_config(side: str) -> None:
     c = st.columns(2)
     with c[0]:
         state.bound(st.selectbox, "Mode", canon(side, "retrieval_mode"), key=f"ab_{side}_mode_w", options=list(state.RETRIEVAL_MODES))
-        state.bound(st.number_input, "Top-K", canon(side, "top_k"), key=f"ab_{side}_top_k_w", min_value=1, max_value=50, step=1)
+        state.bound(st.number_input, "Top-K", canon(side, "top_k"), key=f"ab_{side}_top_k_w", **_range("top_k"))
         state.bound(st.toggle, "Dedupe", canon(side, "dedupe"), key=f"ab_{side}_dedupe_w")
     with c[1]:
-        state.bound(st.selectbox, "Fusion", canon(side, "fusion"), key=f"ab_{side}_fusion_w", options=["rrf", "weighted"])
-        state.bound(st.number_input, "Threshold (cosine)", canon(side, "threshold"), key=f"ab_{side}_thr_w", min_value=0.0,
-                    max_value=1.0, step=0.01, format="%.2f")
+        state.bound(st.selectbox, "Fusion", canon(side, "fusion"), key=f"ab_{side}_fusion_w", options=list(catalog.entry("fusion").rule.choices))
+        state.bound(st.number_input, "Threshold (cosine)", canon(side, "threshold"), key=f"ab_{side}_thr_w", **_range("threshold"),
+                    format="%.2f")
         if ss[canon(side, "fusion")] == "weighted":
-            state.bound(st.number_input, "Dense weight", canon(side, "dense_weight"), key=f"ab_{side}_dw_w", min_value=0.0,
-                        max_value=1.0, step=0.05)
+            state.bound(st.number_input, "Dense weight", canon(side, "dense_weight"), key=f"ab_{side}_dw_w",
+                        **_range("dense_weight"))
         else:
-            state.bound(st.number_input, "RRF k", canon(side, "rrf_k"), key=f"ab_{side}_rrf_w", min_value=1, max_value=1000, step=10)
+            state.bound(st.number_input, "RRF k", canon(side, "rrf_k"), key=f"ab_{side}_rrf_w", **_range("rrf_k"))
 
 
 def side_result(side: str) -> RetrievalResult | None:

@@ -330,7 +330,8 @@ def top_k_control(key: str, canon: str = "cfg_top_k") -> int:
 
 
 def threshold_control(key: str, canon: str = "cfg_threshold") -> float:
-    return bound(st.slider, "Threshold (cosine)", canon, key=key, min_value=0.0, max_value=1.0, step=0.01,
+    lo, hi, step = catalog.widget_range("threshold")
+    return bound(st.slider, "Threshold (cosine)", canon, key=key, min_value=lo, max_value=hi, step=step,
                  format="%.2f", help="Chunks whose cosine similarity to the question is below this are cut, in every mode.")
 
 
