@@ -17,6 +17,7 @@ from ragcore.engine.engine import Engine
 from ragcore.settings import catalog
 from ragcore.types import Candidate, RetrievalResult
 from ui import share, state
+from ui.abstain_panel import abstain_panel
 from ui.probe import SIGNAL_HELP, probe, signal_cells
 from ui.labtable import ORDERS, lab_table_html
 from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, viewer_params
@@ -233,6 +234,7 @@ with tab_ev:
                        f"{ls.prf_docs} best chunks, added to the BM25 query with these weights")
         elif ls.prf_terms > 0:
             st.caption("Expansion is on, but added no terms" + (" (dense mode has no BM25 query)." if ls.retrieval_mode == "dense" else "."))
+        abstain_panel(rt.engine, question, ls, collection)
         if result.candidates:
             st.altair_chart(histogram(result, ls.threshold), width="stretch")
             by_rank = {c.rank: c for c in result.candidates}

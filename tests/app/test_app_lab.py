@@ -223,3 +223,16 @@ def test_probe_shows_the_chunks_signals(app_env):
     at.button(key="probe_go").click().run()
     ok(at)
     assert not any("matched fields" in d.value.columns for d in at.dataframe)
+
+
+def test_the_abstain_signals_show_in_order(app_env):
+    """The lab shows each abstain signal's own line (abstain/signals.py), and which one would veto."""
+    at = _lab()
+    at.button(key="lab_abstain_check").click().run()
+    ok(at)
+    text = markdown_text(at)
+    assert "It would answer." in text or "It would abstain:" in text
+    for name in ("evidence", "coverage", "support"):
+        assert f"**{name}**" in text, name
+    assert text.index("**evidence**") < text.index("**coverage**") < text.index("**support**")
+    assert at.session_state["lab_abstain"][1][0].signal == "evidence"
