@@ -14,8 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from ragcore.engine.engine import Engine
+from ragcore.settings import catalog
 from ragcore.types import Candidate, RetrievalResult
 from ui import share, state
+from ui.abstain_panel import abstain_panel
 from ui.probe import SIGNAL_HELP, probe, signal_cells
 from ui.labtable import ORDERS, lab_table_html
 from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, viewer_params
@@ -39,8 +41,8 @@ ss.setdefault("lab_dense_weight", float(base.dense_weight))
 ss.setdefault("lab_candidates", int(base.candidates))
 ss.setdefault("lab_dedupe", bool(base.dedupe))
 ss.setdefault("lab_queries", 0)
-# the retrieval signals (ragcore/settings/config.py): fielded BM25, documents then passages, expansion
-SIGNALS = ("field_weight", "doc_decay", "per_doc", "named_weight", "doc_title_weight", "prf_terms", "prf_docs", "prf_weight")
+# the retrieval signals (the settings catalog's ``lab`` settings): fielded BM25, documents then passages, expansion
+SIGNALS = catalog.lab_signals()
 for _f in SIGNALS:
     ss.setdefault(f"lab_{_f}", getattr(base, _f))
 # the lab's own retrieval controls: they start from the notebook's and never change them, except
@@ -83,40 +85,31 @@ with row[0]:
 with row[1]:
     state.retrieval_mode_control("lab_mode", label="Retrieval mode", canon="lab_cfg_mode")
 
+def _range(name: str) -> dict:
+    lo, hi, step = catalog.widget_range(name)
+    return {"min_value": lo, "max_value": hi, "step": step}
+
+
 def fusion_controls() -> None:
-    state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=["rrf", "weighted"], required=True,
+    state.bound(st.segmented_control, "Fusion", "lab_fusion", key="lab_fusion_w", options=list(catalog.entry("fusion").rule.choices), required=True,
                 help="rrf: Σ 1/(k + rank) over the branches; weighted: w·cosine + (1−w)·BM25/max.")
-    state.bound(st.number_input, "RRF k", "lab_rrf_k", key="lab_rrf_k_w", min_value=1, max_value=1000, step=10)
-    state.bound(st.slider, "Dense weight (weighted fusion)", "lab_dense_weight", key="lab_dw_w", min_value=0.0,
-                max_value=1.0, step=0.05)
-    state.bound(st.number_input, "Candidates per branch", "lab_candidates", key="lab_cand_w", min_value=5,
-                max_value=1000, step=5, help="The pool the sliders re-filter; changing it queries again.")
+    state.bound(st.number_input, "RRF k", "lab_rrf_k", key="lab_rrf_k_w", **_range("rrf_k"))
+    state.bound(st.slider, "Dense weight (weighted fusion)", "lab_dense_weight", key="lab_dw_w", **_range("dense_weight"))
+    state.bound(st.number_input, "Candidates per branch", "lab_candidates", key="lab_cand_w", **_range("candidates"),
+                help="The pool the sliders re-filter; changing it queries again.")
     state.bound(st.toggle, "Dedupe (best chunk per section)", "lab_dedupe", key="lab_dedupe_w")
 
 
 def signal_controls() -> None:
-    """The three retrieval signals (ragcore/settings/config.py), the lab's own like every other control here."""
+    """The retrieval signals, the lab's own like every other control here: label, range and help from the
+    settings catalog (a number input for counts, a slider for weights)."""
     st.caption("Each signal's scores show in the table while it is on.")
-    state.bound(st.number_input, "Field weight (titles, sections, anchors, file names)", "lab_field_weight", key="lab_fw_w",
-                min_value=0.0, max_value=10.0, step=0.5, help="Question terms found in a chunk's title, section path, "
-                "anchor or file name add this weight to its BM25 score (0: off).")
-    state.bound(st.slider, "Document decay", "lab_doc_decay", key="lab_dd_w", min_value=0.0, max_value=1.0, step=0.1,
-                help="Rank documents, then passages: a document scores its best chunk + decay × its second + decay² × "
-                     "its third (0: off).")
-    state.bound(st.slider, "Named pages", "lab_named_weight", key="lab_nw_w", min_value=0.0, max_value=2.0, step=0.1,
-                help="Documents the question or its best passages name (a command page such as git-clone, an "
-                     "identifier heading such as AUTH_USER_MODEL) move up in the document ranking (0: off).")
-    state.bound(st.slider, "Title cosine", "lab_doc_title_weight", key="lab_tw_w", min_value=0.0, max_value=2.0, step=0.1,
-                help="Adds cosine(question, document title) to the document score (0: off).")
-    state.bound(st.number_input, "Chunks per document first (0 = off)", "lab_per_doc", key="lab_pd_w", min_value=0,
-                max_value=20, step=1, help="At most this many chunks of one document before the other documents' best.")
-    state.bound(st.number_input, "Expansion terms (0 = off)", "lab_prf_terms", key="lab_prf_terms_w", min_value=0,
-                max_value=50, step=1, help="Pseudo-relevance feedback: terms of the first pass's best chunks added "
-                "to the BM25 query (not in dense mode).")
-    state.bound(st.number_input, "Feedback chunks", "lab_prf_docs", key="lab_prf_docs_w", min_value=1, max_value=20, step=1,
-                help="How many of the first pass's best chunks the expansion terms come from.")
-    state.bound(st.slider, "Expansion weight", "lab_prf_weight", key="lab_prf_weight_w", min_value=0.0, max_value=1.0,
-                step=0.05, help="The best expansion term's weight in the BM25 query (the others scale down from it).")
+    for name in SIGNALS:
+        e = catalog.entry(name)
+        lo, hi, step = catalog.widget_range(name)
+        widget = st.number_input if e.rule.kind == "int" else st.slider
+        state.bound(widget, e.rule.label, f"lab_{name}", key=f"lab_{name}_w", min_value=lo, max_value=hi, step=step,
+                    help=e.rule.help)
 
 
 # three rows that fit 1280 px beside the sidebar: the cuts and the two popovers, then the summary and the action
@@ -241,6 +234,7 @@ with tab_ev:
                        f"{ls.prf_docs} best chunks, added to the BM25 query with these weights")
         elif ls.prf_terms > 0:
             st.caption("Expansion is on, but added no terms" + (" (dense mode has no BM25 query)." if ls.retrieval_mode == "dense" else "."))
+        abstain_panel(rt.engine, question, ls, collection)
         if result.candidates:
             st.altair_chart(histogram(result, ls.threshold), width="stretch")
             by_rank = {c.rank: c for c in result.candidates}
@@ -305,18 +299,18 @@ def side_config(side: str) -> None:
     st.markdown(f"**Configuration {side}**")
     c = st.columns(2)
     with c[0]:
-        state.bound(st.selectbox, "Mode", canon(side, "retrieval_mode"), key=f"ab_{side}_mode_w", options=["hybrid", "dense", "sparse"])
-        state.bound(st.number_input, "Top-K", canon(side, "top_k"), key=f"ab_{side}_top_k_w", min_value=1, max_value=50, step=1)
+        state.bound(st.selectbox, "Mode", canon(side, "retrieval_mode"), key=f"ab_{side}_mode_w", options=list(state.RETRIEVAL_MODES))
+        state.bound(st.number_input, "Top-K", canon(side, "top_k"), key=f"ab_{side}_top_k_w", **_range("top_k"))
         state.bound(st.toggle, "Dedupe", canon(side, "dedupe"), key=f"ab_{side}_dedupe_w")
     with c[1]:
-        state.bound(st.selectbox, "Fusion", canon(side, "fusion"), key=f"ab_{side}_fusion_w", options=["rrf", "weighted"])
-        state.bound(st.number_input, "Threshold (cosine)", canon(side, "threshold"), key=f"ab_{side}_thr_w", min_value=0.0,
-                    max_value=1.0, step=0.01, format="%.2f")
+        state.bound(st.selectbox, "Fusion", canon(side, "fusion"), key=f"ab_{side}_fusion_w", options=list(catalog.entry("fusion").rule.choices))
+        state.bound(st.number_input, "Threshold (cosine)", canon(side, "threshold"), key=f"ab_{side}_thr_w", **_range("threshold"),
+                    format="%.2f")
         if ss[canon(side, "fusion")] == "weighted":
-            state.bound(st.number_input, "Dense weight", canon(side, "dense_weight"), key=f"ab_{side}_dw_w", min_value=0.0,
-                        max_value=1.0, step=0.05)
+            state.bound(st.number_input, "Dense weight", canon(side, "dense_weight"), key=f"ab_{side}_dw_w",
+                        **_range("dense_weight"))
         else:
-            state.bound(st.number_input, "RRF k", canon(side, "rrf_k"), key=f"ab_{side}_rrf_w", min_value=1, max_value=1000, step=10)
+            state.bound(st.number_input, "RRF k", canon(side, "rrf_k"), key=f"ab_{side}_rrf_w", **_range("rrf_k"))
 
 
 def side_result(side: str) -> RetrievalResult | None:

@@ -14,6 +14,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from ragcore.settings import catalog
 from ragcore.settings.app_file import PERSISTED, settings_path, value_of
 from ragcore.settings.config import ConfigError
 from ragcore.settings.redact import redact_url
@@ -21,6 +22,18 @@ from ui import state
 from ui.render import md_code, md_escape, md_inline
 
 rt = shell.page_init()
+
+
+def _span(name: str, value: float) -> tuple:
+    """(min, max, value, step) for a number widget: the settings catalog's range, the value brought inside it."""
+    lo, hi, step = catalog.widget_range(name)
+    return lo, hi, catalog.clamp(name, value), step
+
+
+def _choices(name: str) -> tuple[str, ...]:
+    return catalog.entry(name).rule.choices
+
+
 ss = st.session_state
 base = state.base_settings()
 llm = base.llm
@@ -54,13 +67,13 @@ with left:
                             placeholder="a key is set — leave empty to keep it" if llm.api_key else "sk-…  (local servers accept any non-empty key)",
                             help="Masked, never shown again and never written into notebooks or exports.")
         c = st.columns(2)
-        api = c[0].radio("API", ["chat", "responses"], index=0 if llm.api == "chat" else 1, horizontal=True,
+        api = c[0].radio("API", list(_choices("llm.api")), index=list(_choices("llm.api")).index(llm.api), horizontal=True,
                          help="Chat Completions (every server) or OpenAI's Responses API.")
         forget = c[1].checkbox("Remove the saved key", value=False, disabled=not llm.api_key)
-        temperature = st.slider("Temperature", 0.0, 2.0, float(llm.temperature), 0.05)
+        temperature = st.slider("Temperature", *_span("llm.temperature", float(llm.temperature)))
         c2 = st.columns(2)
-        max_out = c2[0].number_input("Max output tokens", 16, 32768, int(llm.max_output_tokens), 16)
-        timeout = c2[1].number_input("Timeout (s)", 1.0, 600.0, float(llm.timeout_s), 1.0)
+        max_out = c2[0].number_input("Max output tokens", *_span("llm.max_output_tokens", int(llm.max_output_tokens)))
+        timeout = c2[1].number_input("Timeout (s)", *_span("llm.timeout_s", float(llm.timeout_s)))
         saved = st.form_submit_button("Save endpoint", type="primary", icon=":material/save:")
     if saved:
         new_key = key.strip() or (None if forget else llm.api_key)
@@ -102,8 +115,8 @@ with right:
     st.markdown("#### Chunking")
     with st.form("chunk_form", border=True):
         c = st.columns(2)
-        size = c[0].number_input("Chunk size (words)", 20, 2000, int(base.chunk_size), 10)
-        overlap = c[1].number_input("Overlap (words)", 0, 1000, int(base.chunk_overlap), 5)
+        size = c[0].number_input("Chunk size (words)", *_span("chunk_size", int(base.chunk_size)))
+        overlap = c[1].number_input("Overlap (words)", *_span("chunk_overlap", int(base.chunk_overlap)))
         st.caption("Applies to the next ingest started from the Library page (*Ingest folder* or an upload): files chunked "
                    "with other settings are chunked again. *Re-ingest* under *Manage collection* keeps the chunking the "
                    "collection was built with.")
@@ -119,17 +132,17 @@ with right:
     st.markdown("#### Answering and retrieval defaults")
     with st.form("retr_form", border=True):
         c = st.columns(2)
-        fusion = c[0].selectbox("Fusion", ["rrf", "weighted"], index=0 if base.fusion == "rrf" else 1)
-        cand = c[1].number_input("Candidates per branch", 5, 1000, int(base.candidates), 5)
-        rrf_k = c[0].number_input("RRF k", 1, 1000, int(base.rrf_k), 10)
-        dw = c[1].number_input("Dense weight (weighted)", 0.0, 1.0, float(base.dense_weight), 0.05)
-        bar = c[0].number_input("Abstain bar", 0.0, 1.0, float(base.abstain_bar), 0.01,
+        fusion = c[0].selectbox("Fusion", _choices("fusion"), index=_choices("fusion").index(base.fusion))
+        cand = c[1].number_input("Candidates per branch", *_span("candidates", int(base.candidates)))
+        rrf_k = c[0].number_input("RRF k", *_span("rrf_k", int(base.rrf_k)))
+        dw = c[1].number_input("Dense weight (weighted)", *_span("dense_weight", float(base.dense_weight)))
+        bar = c[0].number_input("Abstain bar", *_span("abstain_bar", float(base.abstain_bar)),
                                 help="Support below this: the answer abstains (used when the collection has no "
                                      "calibrated bar, or when calibrated bars are off).")
-        max_s = c[1].number_input("Max answer sentences", 1, 20, int(base.max_answer_sentences), 1)
-        mode = c[0].selectbox("Retrieval mode", ["hybrid", "dense", "sparse"], index=["hybrid", "dense", "sparse"].index(base.retrieval_mode))
-        top_k = c[1].number_input("Top-K", 1, state.TOP_K_MAX, int(min(base.top_k, state.TOP_K_MAX)), 1)
-        thr = c[0].number_input("Threshold (cosine)", 0.0, 1.0, float(max(base.threshold, 0.0)), 0.01, format="%.2f")
+        max_s = c[1].number_input("Max answer sentences", *_span("max_answer_sentences", int(base.max_answer_sentences)))
+        mode = c[0].selectbox("Retrieval mode", state.RETRIEVAL_MODES, index=state.RETRIEVAL_MODES.index(base.retrieval_mode))
+        top_k = c[1].number_input("Top-K", *_span("top_k", int(base.top_k)))
+        thr = c[0].number_input("Threshold (cosine)", *_span("threshold", float(base.threshold)), format="%.2f")
         dedupe = st.toggle("Dedupe (best chunk per section)", value=bool(base.dedupe))
         calibrated = st.toggle("Use the collection's calibrated abstain bar", value=bool(base.calibrated_bar),
                                help="A collection calibrated on the Evaluate page (or with `ragcore eval --calibrate`) "

@@ -15,8 +15,23 @@ from typing import Any, Callable, Mapping
 
 import streamlit as st
 
-# URL name → (session key, parse). The lab's controls (pages/retrieval_lab.py) keep their values in these keys.
-_MODES = ("hybrid", "dense", "sparse")
+from ragcore.settings import catalog
+
+# URL name → (session key, parse). The lab's controls (pages/retrieval_lab.py) keep their values in these keys:
+# the three cuts under the notebook's names, every other setting the link carries (the settings catalog's
+# ``share``) under ``lab_<field>``; ranges and choices are the catalog's, so a link reaches what a control reaches.
+CUT_KEYS = {"retrieval_mode": "lab_cfg_mode", "top_k": "lab_cfg_top_k", "threshold": "lab_cfg_threshold"}
+
+
+def _parser(field: str) -> Callable[[str], Any]:
+    rule = catalog.entry(field).rule
+    if rule.kind == "choice":
+        return _choice(rule.choices)
+    if rule.kind == "bool":
+        return _bool
+    if rule.kind == "int":
+        return lambda v: catalog.clamp(field, int(v))
+    return lambda v: catalog.clamp(field, float(v))
 
 
 def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
@@ -25,14 +40,6 @@ def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
             raise ValueError(v)
         return v
     return parse
-
-
-def _int(lo: int, hi: int) -> Callable[[str], int]:
-    return lambda v: min(max(int(v), lo), hi)
-
-
-def _float(lo: float, hi: float) -> Callable[[str], float]:
-    return lambda v: round(min(max(float(v), lo), hi), 4)
 
 
 def _bool(v: str) -> bool:
@@ -45,22 +52,7 @@ def _bool(v: str) -> bool:
 
 LAB_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "q": ("lab_question", lambda v: v[:2000]),
-    "mode": ("lab_cfg_mode", _choice(_MODES)),
-    "k": ("lab_cfg_top_k", _int(1, 50)),
-    "thr": ("lab_cfg_threshold", _float(0.0, 1.0)),
-    "fusion": ("lab_fusion", _choice(("rrf", "weighted"))),
-    "rrf_k": ("lab_rrf_k", _int(1, 1000)),
-    "dw": ("lab_dense_weight", _float(0.0, 1.0)),
-    "cand": ("lab_candidates", _int(5, 1000)),
-    "dedupe": ("lab_dedupe", _bool),
-    "fw": ("lab_field_weight", _float(0.0, 10.0)),
-    "decay": ("lab_doc_decay", _float(0.0, 1.0)),
-    "named": ("lab_named_weight", _float(0.0, 2.0)),
-    "title": ("lab_doc_title_weight", _float(0.0, 2.0)),
-    "per_doc": ("lab_per_doc", _int(0, 20)),
-    "prf": ("lab_prf_terms", _int(0, 50)),
-    "prf_docs": ("lab_prf_docs", _int(1, 20)),
-    "prf_w": ("lab_prf_weight", _float(0.0, 1.0)),
+    **{name: (CUT_KEYS.get(field, f"lab_{field}"), _parser(field)) for name, field in catalog.share_params().items()},
 }
 CELL_PARAM = "cell"
 QUESTION_PARAM = "q"

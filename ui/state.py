@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from ragcore.settings import catalog
 from ragcore.settings.app_file import LoadedSettings, SettingsFileError, load_app_settings
 from ragcore.eval.demo import DEMO_COLLECTION
 from ragcore.settings.config import ConfigError, RagcoreSettings
@@ -23,8 +24,9 @@ from .render import md_code, md_escape, md_inline
 
 CONTEXT_MODES = ("corpus", "selection", "both")
 CONTEXT_LABELS = {"corpus": "Full corpus", "selection": "Selected text", "both": "Both"}
-RETRIEVAL_MODES = ("hybrid", "dense", "sparse")
-TOP_K_MAX = 50
+# the rule's modes, its default first (the app's controls show hybrid first)
+RETRIEVAL_MODES = tuple(sorted(catalog.entry("retrieval_mode").rule.choices, key=lambda m: m != catalog.entry("retrieval_mode").default))
+TOP_K_MAX = int(catalog.widget_range("top_k")[1])  # the app's top-K controls (the settings catalog's widget range)
 
 
 # --------------------------------------------------------------------------- process-wide runtime
@@ -53,7 +55,7 @@ def secrets_env() -> dict[str, str]:
 def load_settings(data_dir: str | Path) -> LoadedSettings:
     """Defaults, the settings file in the data directory, the environment and the secrets file."""
     try:
-        return load_app_settings(data_dir, secrets=secrets_env())
+        return load_app_settings(data_dir, secrets=secrets_env(), secrets_toml=True)  # [openai] / [llm] tables too
     except SettingsFileError as exc:  # an unreadable file: say so and start from the environment
         return LoadedSettings(RagcoreSettings.from_env(data_dir=Path(data_dir)), Path(data_dir), {}, (str(exc),))
 
@@ -224,7 +226,8 @@ def top_k_control(key: str, canon: str = "cfg_top_k") -> int:
 
 
 def threshold_control(key: str, canon: str = "cfg_threshold") -> float:
-    return bound(st.slider, "Threshold (cosine)", canon, key=key, min_value=0.0, max_value=1.0, step=0.01,
+    lo, hi, step = catalog.widget_range("threshold")
+    return bound(st.slider, "Threshold (cosine)", canon, key=key, min_value=lo, max_value=hi, step=step,
                  format="%.2f", help="Chunks whose cosine similarity to the question is below this are cut, in every mode.")
 
 

@@ -16,29 +16,15 @@ import unicodedata
 from dataclasses import fields
 from typing import Any, Mapping
 
+from ragcore.settings.catalog import add_options, numeric_options, options  # noqa: F401  (add_options: for the commands)
 from ragcore.settings.config import (
     ENV_PREFIX, LLM_ENV_PREFIX, ConfigError, RagcoreSettings, check_env_names, check_value, chunk_problem, env_values,
 )
 
-# argparse ``dest`` -> the option as the user writes it (for error messages)
-OPTIONS = {
-    "data_dir": "--data-dir",
-    "collection": "--collection",
-    "chunk_size": "--chunk-size",
-    "chunk_overlap": "--chunk-overlap",
-    "embed_model": "--embed-model",
-    "retrieval_mode": "--mode",
-    "top_k": "--top-k",
-    "threshold": "--threshold",
-    "fusion": "--fusion",
-    "rrf_k": "--rrf-k",
-    "candidates": "--candidates",
-    "abstain_bar": "--abstain-bar",
-    "path_filter": "--path-filter",
-}
-# options whose value may start with "-" (``--threshold -inf``): argparse would take it for an option
-NUMERIC_OPTIONS = ("--top-k", "--threshold", "--rrf-k", "--candidates", "--abstain-bar", "--chunk-size",
-                   "--chunk-overlap")
+# argparse ``dest`` -> the option as the user writes it (for error messages), and the options whose
+# value may start with "-" (``--threshold -inf``: argparse would take it for an option): from the catalog
+OPTIONS = options()
+NUMERIC_OPTIONS = numeric_options()
 
 
 class UsageError(ValueError):

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ragcore.cli.common import term_safe
+from ragcore.cli.common import add_options, term_safe
 
 __all__ = ["add_eval_parser", "cmd_eval"]
 
@@ -24,13 +24,8 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     e.add_argument("dataset", type=Path, help="a data set folder (questions.jsonl [+ unanswerable.jsonl] [+ corpus/]) or one .jsonl file")
     e.add_argument("--collection", "-c", required=True, help="the collection the data set's corpus was ingested into")
-    e.add_argument("--mode", "--retrieval-mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="base retrieval mode (default: RAGCORE_RETRIEVAL_MODE or hybrid)")
-    e.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer from 1 to 1000)")
-    e.add_argument("--threshold", help="minimum cosine similarity (0-1), or -1 to keep every chunk")
-    e.add_argument("--fusion", choices=["rrf", "weighted"])
-    e.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")
-    e.add_argument("--candidates", help="candidates per branch before cuts (the pool the retrieval metrics rank)")
-    e.add_argument("--abstain-bar", dest="abstain_bar", help="support score (0-1) below which the engine abstains")
+    # --mode, --top-k, --threshold, --fusion, --rrf-k, --candidates, --abstain-bar: from the settings catalog
+    add_options(e, "eval", aliases={"retrieval_mode": ("--retrieval-mode",)})
     e.add_argument(
         "--sweep", action="append", default=[], metavar="KEY=V1,V2",
         help="vary one setting from the base configuration (repeatable; one sweep per option, not a grid): "

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ragcore.cli.plugins import BENCH_HELP
-from ragcore.cli.common import UsageError, attach_negative_values, dump_json, settings_from_args, term_safe
+from ragcore.cli.common import UsageError, add_options, attach_negative_values, dump_json, settings_from_args, term_safe
 from ragcore.settings.config import ConfigError, RagcoreSettings
 from ragcore.settings.redact import redact_url
 
@@ -322,11 +322,8 @@ def _add_ingest_parser(sub: argparse._SubParsersAction) -> None:
     ing = sub.add_parser("ingest", help="ingest files or folders into a collection (incremental)")
     ing.add_argument("paths", nargs="+")
     ing.add_argument("--collection", "-c")
-    ing.add_argument("--chunk-size", dest="chunk_size", help="words per chunk (an integer ≥ 1)")
-    ing.add_argument("--chunk-overlap", dest="chunk_overlap", help="words shared by neighbouring chunks (0 ≤ N < chunk size)")
+    add_options(ing, "ingest")  # --chunk-size, --chunk-overlap, --embed-model from the settings catalog
     ing.add_argument("--no-prune", action="store_true", help="keep documents that are not in PATHS any more")
-    ing.add_argument("--embed-model", dest="embed_model", help="embedding model of a new collection: minilm (default), "
-                     "openai:<model>, onnx:<folder> or fastembed:<name> (docs/19-choosing-models.md)")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first and build it again (e.g. with "
                      "another --embed-model)")
     ing.add_argument("--no-calibrate", action="store_true",
@@ -348,12 +345,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="ask a question")
     ask.add_argument("question")
     ask.add_argument("--collection", "-c")
-    ask.add_argument("--top-k", dest="top_k", help="chunks kept as evidence (an integer from 1 to 1000)")
-    ask.add_argument("--threshold", help="minimum cosine similarity (0-1) a chunk needs, in every mode; -1 keeps every chunk")
-    ask.add_argument("--mode", dest="retrieval_mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode (default hybrid)")
-    ask.add_argument("--fusion", choices=["rrf", "weighted"])
-    ask.add_argument("--rrf-k", dest="rrf_k", help="the k of reciprocal-rank fusion (an integer ≥ 1)")
-    ask.add_argument("--path-filter", dest="path_filter", help="only documents whose path matches this glob")
+    add_options(ask, "ask")  # --top-k, --threshold, --mode, … from the settings catalog
     ask.add_argument("--selection", help="answer only from this passage")
     ask.add_argument("--selection-file", dest="selection_file", help="FILE[:START-END] lines to answer from (read as the app's viewer shows them: an HTML page's text, a PDF page's)")
     ask.add_argument("--selection-page", dest="selection_page", type=int, help="the PDF page whose lines --selection-file names")

@@ -1,6 +1,6 @@
 """Answering a question: the stages in order, turned into the event stream.
 
-    route → select context → retrieve → assess → synthesize → validate
+    route → select context → retrieve → assess (abstain signals; compose) → synthesize → validate
 
 :meth:`Answerer.stream` reads top to bottom; each stage is a method with explicit inputs and a
 typed result (``stages.py``). What it reads comes in explicitly from the Engine: the
@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Generator, Iterator
 
-from ragcore.abstain.answer_fit import quoted_answers_reason, with_answers
+from ragcore.abstain.answer_fit import with_answers
 from ragcore.abstain.answerability import Support, question_support, hedge_note
-from ragcore.abstain.coverage import judge_coverage
+from ragcore.abstain.signals import ABSTAIN_SIGNALS, Case, decide
 from ragcore.citations import CitationChecker, SupportScorer, evidence_from_candidates
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
@@ -28,7 +28,7 @@ from ragcore.safety.guardrails import is_hedged, route_question
 from ragcore.synthesis.llm.errors import KEEPS_PARTIAL
 from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
 from ragcore.engine.stages import (
-    NOTHING_TO_QUOTE, Question, Assessment, Checked, Retrieved, StageError, abstain_reason, answer_status,
+    Question, Assessment, Checked, Composition, Retrieved, StageError, answer_status,
     build_answer, cancelled_answer, exempt, failed_answer, failure_message, request_problem, routed_answer,
     selection_evidence,
 )
@@ -113,11 +113,12 @@ class Answerer:
     # ------------------------------------------------------------------ assess
 
     def assess(self, req: Question, retrieved: Retrieved) -> Assessment:
-        """Answer or abstain, decided before any generation. A selection is judged by its
-        sentences, so those contexts compose first; in corpus mode an abstention composes nothing."""
+        """Answer or abstain, decided before any generation: the support score, then the abstain
+        signals in order (abstain/signals.py). A selection is judged by its sentences, so those
+        contexts compose first; in corpus mode an abstention composes nothing."""
         s, q = req.settings, retrieved.standalone
-        composer = ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
-        composed = composer.compose(q, retrieved.evidence) if req.context != "corpus" and retrieved.evidence else None
+        composition = self.compose(req, retrieved)
+        composed = composition.get() if req.context != "corpus" and retrieved.evidence else None
         corpus = self.r.view if req.context != "selection" else None
         support: Support = question_support(req.context, q, retrieved.retrieval, corpus, path_filter=s.path_filter,
                                             check_unseen=s.abstain_unseen_words, check_uncovered=s.abstain_uncovered,
@@ -127,13 +128,18 @@ class Answerer:
         if corpus is not None:
             info = corpus.abstain_bar(s)
             bar, source = info.value, info.description
-        support = judge_coverage(support, bar, s.uncovered_margin)  # named subjects the corpus never mentions
-        reason = abstain_reason(retrieved.evidence, support, bar)
-        if reason is None and not s.llm.configured:
-            composed = composed or composer.compose(q, retrieved.evidence)
-            reason = NOTHING_TO_QUOTE if composed.status == "abstained" else None
-            reason = reason or quoted_answers_reason(self.r.encoder, q, composed, support)
-        return Assessment(support, bar, source, reason, composed)
+        case = Case(q, req.context, retrieved.evidence, support, bar, s.uncovered_margin, s.llm.configured,
+                    self.r.encoder, composition.get)
+        decision = decide(ABSTAIN_SIGNALS, case)
+        return Assessment(decision.case.support, bar, source, decision.reason, composition.result, decision.verdicts)
+
+    # ------------------------------------------------------------------ compose
+
+    def compose(self, req: Question, retrieved: Retrieved) -> Composition:
+        """The extractive answer (synthesis/extractive/), as a stage of its own: composed once, when the
+        assess stage or the extractive synthesizer first needs it."""
+        composer = self._composer(req.settings)
+        return Composition(lambda: composer.compose(retrieved.standalone, retrieved.evidence))
 
     # ------------------------------------------------------------------ synthesize
 

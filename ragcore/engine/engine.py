@@ -22,6 +22,7 @@ import numpy as np
 from ragcore.abstain.answerability import Support
 from ragcore.abstain.autocalibrate import AbstainBarInfo, ensure_auto_calibration
 from ragcore.abstain.topics import TopicIndex, TopicIndexes, TopicMatch
+from ragcore.abstain.verdicts import Verdict
 from ragcore.citations import SupportScorer
 from ragcore.encoders.base import CachingEncoder
 from ragcore.encoders.minilm import OnnxMiniLM
@@ -321,6 +322,18 @@ class Engine:
             context = "both"
         req = Question(question=question, context=context, collection=collection or s.collection, settings=s,
                          request_id=uuid.uuid4().hex[:12], selection=selection, history=tuple(history))
-        resources = Resources(view=self.view(req.collection), encoder=self.encoder, scorer=self._scorer,
-                              generators=self.generators)
-        return Answerer(resources).stream(req, cancel)
+        return self._answerer(req.collection).stream(req, cancel)
+
+    def abstain_signals(self, question: str, *, collection: str | None = None,
+                        settings: RagcoreSettings | None = None) -> tuple[Verdict, ...]:
+        """Each abstain signal's line for ``question`` in corpus mode, up to the first veto (the lab shows
+        them): retrieval and the assess stage as an answer runs them; nothing is generated."""
+        s = settings or self.settings
+        req = Question(question=question, context="corpus", collection=collection or s.collection, settings=s,
+                         request_id=uuid.uuid4().hex[:12])
+        answerer = self._answerer(req.collection)
+        return answerer.assess(req, answerer.retrieve(req)).signals
+
+    def _answerer(self, collection: str) -> Answerer:
+        return Answerer(Resources(view=self.view(collection), encoder=self.encoder, scorer=self._scorer,
+                                  generators=self.generators))

@@ -6,9 +6,10 @@ which return these types."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
-from ragcore.abstain.answerability import Support, selection_decides
+from ragcore.abstain.answerability import Support
+from ragcore.abstain.signals import NOTHING_TO_QUOTE, Verdict, abstain_reason  # noqa: F401  (re-exported)
 from ragcore.settings.config import RagcoreSettings
 from ragcore.safety.guardrails import Route
 from ragcore.ingest.chunking import chunk_id as make_chunk_id
@@ -77,6 +78,22 @@ class Assessment:
     bar_source: str
     abstain_reason: str | None
     composed: ExtractiveResult | None  # the extractive answer, when it had to be composed to decide
+    signals: tuple[Verdict, ...] = ()  # each abstain signal's line, in order, up to the veto (the lab shows them)
+
+
+class Composition:
+    """The composition stage: the extractive answer from the evidence's own sentences, composed once,
+    when first asked (by a selection's support, an abstain signal, or the extractive synthesizer). Not a
+    frozen result: it is the stage itself, which keeps what it made (``result``; None: never composed)."""
+
+    def __init__(self, compose: Callable[[], ExtractiveResult]) -> None:
+        self._compose = compose
+        self.result: ExtractiveResult | None = None
+
+    def get(self) -> ExtractiveResult:
+        if self.result is None:
+            self.result = self._compose()
+        return self.result
 
 
 @dataclass(frozen=True)
@@ -125,20 +142,6 @@ def selection_evidence(sel: SelectionInput) -> list[Evidence]:
 
 
 # ---------------------------------------------------------------- assess
-
-
-def abstain_reason(evidence: tuple[Evidence, ...], support: Support, bar: float) -> str | None:
-    """Why the engine will not answer, or None when it will."""
-    if not evidence:
-        return "no evidence passed top-K and the threshold"
-    if selection_decides(support):  # the analyst chose the passage: declined only when it is about something else
-        return support.explain(bar) if support.selection_fit["reason"] else None  # type: ignore[index]
-    if support.score < bar or support.unseen:  # set in corpus mode only (answerability.question_support)
-        return support.explain(bar)  # names the unseen words (answerability.describe)
-    return None
-
-
-NOTHING_TO_QUOTE = "the evidence has no prose sentence to quote (only code or tables); an LLM could still answer from it"
 
 
 # ---------------------------------------------------------------- validate

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
+from ragcore.settings.catalog import config_keys
 from ragcore.settings.config import RagcoreSettings
 from ragcore.types import Answer
 from ragcore.eval.dataset import EvalDataset, EvalQuestion
@@ -54,14 +55,8 @@ Progress = Callable[[int, int, str], None]  # (questions done, questions total, 
 RunKind = Literal["ragcore", "llamaindex"]
 RUN_KINDS: tuple[str, ...] = ("ragcore", "llamaindex")
 
-# the Settings fields that describe a configuration in reports (the rest is plumbing)
-CONFIG_KEYS = (
-    "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
-    "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
-    "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",
-    "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence", "answer_docs",
-    "evidence_per_doc", "abstain_uncovered", "uncovered_margin", "evidence_seats",
-)
+# the Settings fields that describe a configuration in reports (the rest is plumbing): the catalog's
+CONFIG_KEYS = config_keys()
 
 
 # --------------------------------------------------------------------------- paths

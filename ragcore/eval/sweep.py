@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence, get_args, get_origin
 
+from ragcore.settings.catalog import sweepable
 from ragcore.settings.config import RagcoreSettings
 from ragcore.eval.dataset import EvalDataset
 from ragcore.eval.checks import missing_relevant, stale_chunks
@@ -50,15 +51,9 @@ __all__ = [
     "stale_chunks",
 ]
 
-# Settings fields a sweep may vary (the ones that change retrieval, chunking or answering)
-SWEEPABLE = (
-    "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
-    "chunk_size", "chunk_overlap", "abstain_bar", "max_answer_sentences",
-    "field_weight", "doc_decay", "per_doc", "prf_terms", "prf_docs", "prf_weight",  # retrieval signals
-    "doc_title_weight", "doc_centroid_weight", "named_weight", "named_evidence",  # document signals
-    "answer_docs", "evidence_per_doc", "abstain_uncovered", "uncovered_margin", "evidence_seats",
-    "collection",  # another collection of the same corpus (e.g. built with another embedding model), question by question
-)
+# Settings fields a sweep may vary (the ones that change retrieval, chunking or answering, and the collection:
+# another of the same corpus, e.g. built with another embedding model, question by question): the catalog's
+SWEEPABLE = sweepable()
 INGEST_KEYS = ("chunk_size", "chunk_overlap")
 
 

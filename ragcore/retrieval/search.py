@@ -1,9 +1,9 @@
-"""Hybrid search over one store: the in-process index cache, the pool, the ranking, the cuts.
+"""Hybrid search over one store: the in-process index cache, and the retrieval stages in order.
 
-Retrieval happens in two steps so the app can move top-K and the threshold without asking
-again: :meth:`HybridSearch.pool` gathers and ranks the candidate pool (every candidate with
-cosine, BM25, fused score and branch ranks); :func:`~ragcore.llamaindex.postprocessors.apply_cuts` marks
-what the post-processors keep. :class:`~ragcore.llamaindex.retriever.HybridRetriever` wraps it as a
+Retrieval is an ordered list of named stages (``POOL_STAGES``, ``CUT_STAGES``; each in
+``stages.py``) run over one pool. It happens in two steps so the app can move top-K and the threshold
+without asking again: :meth:`HybridSearch.pool` gathers and ranks the candidate pool (every candidate
+with cosine, BM25, fused score and branch ranks); :meth:`HybridSearch.search` also reranks and cuts. :class:`~ragcore.llamaindex.retriever.HybridRetriever` wraps it as a
 LlamaIndex ``BaseRetriever`` for one collection.
 """
 
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
-from dataclasses import replace
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.base import DenseEncoder
@@ -22,18 +19,22 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.storage.search_index import SearchIndex
 from ragcore.encoders.sparse import Bm25Encoder
 from ragcore.storage.store import Store
-from ragcore.types import RetrievalResult
+from ragcore.types import Candidate, RetrievalResult
 
-Expansion = tuple[tuple[str, float], ...]
-from ragcore.retrieval.cutrules import apply_cuts
-from ragcore.retrieval.docsignals import DocSignalSource, signals_enabled
-from ragcore.retrieval.documents import rank_documents
-from ragcore.retrieval.expansion import expanded_query, expansion_terms
+from ragcore.retrieval.docsignals import DocSignalSource
 from ragcore.retrieval.fields import FieldIndex
-from ragcore.retrieval.fusion import PoolEntry, feedback, rank_pool, rank_score_kind
-from ragcore.retrieval.pools import local_pool, server_pool
-from ragcore.retrieval.rerank import Rerankers, rerank_result
+from ragcore.retrieval.fusion import PoolEntry
+from ragcore.retrieval.rerank import Rerankers
+from ragcore.retrieval.stages import BRANCHES, CUTS, DENSE, DOCUMENTS, EXPANSION, FUSION, RERANK, SPARSE, Pool
+
+if TYPE_CHECKING:
+    from ragcore.retrieval.stages import Sources, Stage
 from ragcore.settings.models import parse_embed
+
+# Retrieval, in order (retrieval/stages.py: one job each). The pool stages rank; the cut stages run on
+# a question (``search``) but not in the lab, which cuts the ranked pool itself as its sliders move.
+POOL_STAGES: tuple[Stage, ...] = (DENSE, SPARSE, BRANCHES, EXPANSION, FUSION, DOCUMENTS)
+CUT_STAGES: tuple[Stage, ...] = (RERANK, CUTS)
 
 
 def model_note(encoder: Any, settings: RagcoreSettings) -> str | None:
@@ -99,62 +100,39 @@ class HybridSearch:
                 self._fields[collection] = hit
             return hit[1]
 
+    def doc_signals(self, collection: str, pool: Pool, cands: list[Candidate]) -> Any:
+        """The document signals (title, centroid, named pages) of ``cands``' documents (docsignals.py)."""
+        return self._doc_signals.signals(collection, self.index(collection), pool.query, pool.q_dense, cands, pool.kind,
+                                         pool.settings)
+
     # ------------------------------------------------------------------ search
 
     def entries(self, collection: str, query: str, settings: RagcoreSettings) -> list[PoolEntry]:
-        """The unranked pool: the best ``settings.candidates`` of each branch."""
-        return self._entries(collection, query, self.encoder_for(collection).encode_queries([query])[0], settings)[0]
-
-    def _entries(self, collection: str, query: str, q_dense: np.ndarray,
-                 settings: RagcoreSettings) -> tuple[list[PoolEntry], Expansion]:
-        q_sparse = self.bm25.encode_query(query)
-        if not self.store.is_embedded:
-            # field scores and feedback need the whole collection in process: server back end ranks on BM25 + cosine
-            return server_pool(self.store.client, collection, q_dense, q_sparse, settings), ()
-        idx = self.index(collection)
-        fields = self.fields(collection).score(query) * settings.field_weight if settings.field_weight > 0 else None
-        entries = local_pool(idx, q_dense, q_sparse, settings, fields)
-        if settings.prf_terms <= 0 or settings.retrieval_mode == "dense":
-            return entries, ()
-        terms = expansion_terms(query, feedback(entries, settings), idx.idf, n_terms=settings.prf_terms, weight=settings.prf_weight)
-        return local_pool(idx, q_dense, expanded_query(q_sparse, terms), settings, fields), terms
+        """The unranked pool: the best ``settings.candidates`` of each branch (the stages before fusion)."""
+        before = POOL_STAGES[:POOL_STAGES.index(FUSION)]
+        return list(run_stages(self, before, Pool(collection, query, settings)).entries)
 
     def pool(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
-        """The ranked pool, nothing cut yet."""
-        t0 = time.perf_counter()
-        q_dense = self.encoder_for(collection).encode_queries([query])[0]  # timed apart: the model, not the search
-        t1 = time.perf_counter()
-        entries, terms = self._entries(collection, query, q_dense, settings)
-        t2 = time.perf_counter()
-        kind = rank_score_kind(settings.retrieval_mode, settings.fusion)
-        cands = rank_pool(entries, retrieval_mode=settings.retrieval_mode, fusion=settings.fusion,
-                          rrf_k=settings.rrf_k, dense_weight=settings.dense_weight)
-        signals = None
-        if signals_enabled(settings) and self.store.is_embedded:
-            signals = self._doc_signals.signals(collection, self.index(collection), query, q_dense, cands, kind, settings)
-        cands = rank_documents(cands, kind, decay=settings.doc_decay, per_doc=settings.per_doc, signals=signals)
-        if settings.field_weight > 0 and self.store.is_embedded:
-            fi = self.fields(collection)
-            cands = [replace(c, matched_fields=fi.explain(c.chunk, query)) if c.field_score else c for c in cands]
-        return RetrievalResult(
-            query=query, retrieval_mode=settings.retrieval_mode, rank_score_kind=kind, candidates=tuple(cands),
-            latency_ms={"embed": (t1 - t0) * 1e3, "search": (t2 - t1) * 1e3, "fuse_and_cut": (time.perf_counter() - t2) * 1e3},
-            expansion_terms=terms, query_vector=q_dense,
-        )
+        """The ranked pool, nothing cut yet (the app moves top-K and the threshold over it)."""
+        return run_stages(self, POOL_STAGES, Pool(collection, query, settings)).result()
 
     def search(self, collection: str, query: str, settings: RagcoreSettings) -> RetrievalResult:
         """The ranked pool for ``query``, reranked when a reranker is set, cut per ``settings``
         (threshold, dedupe, top-K)."""
-        result = self.pool(collection, query, settings)
+        pool = run_stages(self, POOL_STAGES, Pool(collection, query, settings))
         note = model_note(self.encoder_for(collection), settings)
         if note:
-            result = replace(result, notes=result.notes + (note,))
-        result = rerank_result(result, self.rerankers.get(settings), top_n=settings.rerank_candidates,
-                               timeout_s=settings.rerank_timeout_s)
+            pool = pool.evolve(notes=pool.notes + (note,))
+        return run_stages(self, CUT_STAGES, pool).result()
+
+
+def run_stages(src: Sources, stages: Sequence[Stage], pool: Pool) -> Pool:
+    """``pool`` through ``stages`` in order, each stage's time added to its latency bucket."""
+    for stage in stages:
         t = time.perf_counter()
-        cut = apply_cuts(result.candidates, top_k=settings.top_k, threshold=settings.threshold, dedupe=settings.dedupe,
-                         per_doc=settings.evidence_per_doc, rerank_threshold=settings.rerank_threshold,
-                         seats=settings.evidence_seats)
-        latency = dict(result.latency_ms)
-        latency["fuse_and_cut"] += (time.perf_counter() - t) * 1e3
-        return replace(result, candidates=cut, latency_ms=latency)
+        pool = stage.run(src, pool)
+        if stage.clock:
+            latency = dict(pool.latency_ms)
+            latency[stage.clock] = latency.get(stage.clock, 0.0) + (time.perf_counter() - t) * 1e3
+            pool = pool.evolve(latency_ms=latency)
+    return pool

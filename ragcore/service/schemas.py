@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, create_model, field_validator
 
 from ragcore.engine.selection import selection_problem
 from ragcore.engine.stages import SelectionInput
 from ragcore.service.errors import ApiError
+from ragcore.settings.catalog import Entry, request_entries
 from ragcore.settings.config import LlmSettings, RagcoreSettings
 from ragcore.storage.names import checked_name
 
@@ -29,16 +30,9 @@ class Turn(BaseModel):
     answer: str
 
 
-class RetrieveRequest(BaseModel):
-    """A question and the retrieval settings to rank the collection with."""
-
+class _Question(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
-    collection: str | None = Field(None, description="default: the server's RAGCORE_COLLECTION")
-    top_k: StrictInt | None = Field(None, description="chunks kept as evidence: an integer from 1 to 1000 (RAGCORE_TOP_K's rule)")
-    threshold: StrictFloat | None = Field(None, description="minimum cosine similarity (0-1), -1 keeps every chunk")
-    mode: Literal["dense", "sparse", "hybrid"] | None = Field(None, description="retrieval mode")
-    path_filter: str | None = Field(None, description="only documents whose path matches these globs")
 
     @field_validator("question")
     @classmethod
@@ -46,6 +40,21 @@ class RetrieveRequest(BaseModel):
         if not question.strip():  # a blank question ranked the whole collection (50 candidates)
             raise ValueError("the question is blank")
         return question
+
+
+def _request_field(e: Entry) -> tuple[Any, Any]:
+    """A request field for the setting ``e``: optional (``None``: the server's setting), typed by its rule
+    (a choice is a Literal, so the schema lists the values), described by the catalog's words."""
+    kind = e.rule.kind
+    typ: Any = Literal[e.rule.choices] if kind == "choice" else {"int": StrictInt, "float": StrictFloat, "bool": StrictBool}.get(kind, str)
+    return typ | None, Field(None, description=f"{e.rule.help} Default: the server's {e.variable}; {e.rule.allowed()}.")
+
+
+# A question and the retrieval settings to rank the collection with: the settings a request may override are
+# the settings catalog's (``request``), checked again by the settings' own rules in request_settings()
+RetrieveRequest = create_model(
+    "RetrieveRequest", __base__=_Question, __doc__="A question and the retrieval settings to rank the collection with.",
+    **{e.rule.request: _request_field(e) for e in request_entries()})
 
 
 class AskRequest(RetrieveRequest):
@@ -64,8 +73,7 @@ class AskRequest(RetrieveRequest):
 def request_settings(base: RagcoreSettings, req: RetrieveRequest) -> RagcoreSettings:
     if req.collection is not None:  # the name rule before the settings see it (service/collections.py)
         checked_name(req.collection)
-    changes: dict[str, Any] = {"top_k": req.top_k, "threshold": req.threshold, "retrieval_mode": req.mode,
-                               "path_filter": req.path_filter, "collection": req.collection}
+    changes: dict[str, Any] = {e.field: getattr(req, e.rule.request) for e in request_entries()}
     changes = {k: v for k, v in changes.items() if v is not None}
     # with_ validates every setting (~2 ms, on the event loop): only when the request changes one
     s = base.with_(**changes) if changes else base

@@ -19,20 +19,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragcore.settings.catalog import persisted
 from ragcore.settings.config import LLM_ENV_PREFIX, ENV_PREFIX, ConfigError, LlmSettings, RagcoreSettings, default_data_dir, env_values
 from ragcore.settings.redact import redact_url
 
 FILE_NAME = "app_settings.json"
 FORMAT = 1
 
-# what the app may persist; dotted names are LlmSettings fields. No key, no data dir, no URL of
-# a Qdrant server (those belong to the process, set when it starts).
-PERSISTED: tuple[str, ...] = (
-    "collection", "chunk_size", "chunk_overlap",
-    "retrieval_mode", "top_k", "threshold", "fusion", "rrf_k", "dense_weight", "candidates", "dedupe",
-    "abstain_bar", "calibrated_bar", "max_answer_sentences",
-    "llm.base_url", "llm.model", "llm.api", "llm.temperature", "llm.max_output_tokens", "llm.timeout_s",
-)
+# what the app may persist (the catalog's ``app`` settings); dotted names are LlmSettings fields. No key,
+# no data dir, no URL of a Qdrant server (those belong to the process, set when it starts).
+PERSISTED: tuple[str, ...] = persisted()
 SECRET_NAMES = ("llm.api_key", "qdrant_api_key")
 # the variables a secrets store may provide, by setting
 SECRET_VARIABLES = {"llm.api_key": ("RAGCORE_LLM_API_KEY", "OPENAI_API_KEY"), "qdrant_api_key": ("RAGCORE_QDRANT_API_KEY",)}
@@ -83,6 +79,19 @@ def _env_sources(env: Mapping[str, str], secret_vars: set[str]) -> dict[str, str
     return {k: (f"secrets ({v})" if v in secret_vars else f"environment ({v})") for k, v in out.items()}
 
 
+def _table_sources(env: Mapping[str, str], known: Mapping[str, str]) -> dict[str, str]:
+    """The endpoint settings a secrets.toml table sets (the environment's are already in ``known``)."""
+    from ragcore.settings.llm_config import resolve_llm_settings_with_sources
+
+    _, where = resolve_llm_settings_with_sources(env=env)
+    out = {}
+    for name, src in where.items():
+        key = src.rsplit("[", 1)[-1].rstrip("]") if src.endswith("]") else None
+        if key and f"llm.{name}" not in known:
+            out[f"llm.{name}"] = f"secrets ({key})"
+    return out
+
+
 def _apply(base: RagcoreSettings, name: str, value: Any) -> RagcoreSettings:
     if name.startswith("llm."):
         return base.with_(llm=replace(base.llm, **{name[4:]: value}))
@@ -91,16 +100,21 @@ def _apply(base: RagcoreSettings, name: str, value: Any) -> RagcoreSettings:
 
 def load_app_settings(
     data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None, secrets: Mapping[str, str] | None = None,
+    secrets_toml: bool = False,
 ) -> LoadedSettings:
-    """Defaults, then the file, then the environment (secrets fill in what the environment lacks)."""
+    """Defaults, then the file, then the environment (secrets fill in what the environment lacks).
+    ``secrets_toml``: also the endpoint's tables of .streamlit/secrets.toml (``[openai]``, ``[llm]``),
+    read as the CLI, the service and ``RagcoreSettings.from_env()`` read them (llm_config.py)."""
     env = dict(os.environ if env is None else env)
     secret_env = {k: str(v) for k, v in (secrets or {}).items() if k not in env and str(v).strip()}
     merged = {**secret_env, **env}
-    from_env = RagcoreSettings.from_env(merged)
+    from_env = RagcoreSettings.from_env(merged, secrets=secrets_toml)
     if data_dir is not None:
         from_env = from_env.with_(data_dir=Path(data_dir))
     path = settings_path(from_env.data_dir if data_dir is None else data_dir)
     env_src = _env_sources(merged, set(secret_env))
+    if secrets_toml:  # a table's values: "secrets (openai.model)", and they win over the file like the others
+        env_src.update(_table_sources(merged, env_src))
     sources: dict[str, str] = dict(env_src)
     problems: list[str] = []
     s = from_env

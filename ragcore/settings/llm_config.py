@@ -21,7 +21,7 @@ each value came from (for the app's settings panel); the key's *value* never app
 those descriptions or in any error.
 
 Every value is checked by the same rules as the rest of the settings
-(:func:`ragcore.settings.config.check_value`): a bad one raises :class:`~ragcore.settings.config.ConfigError`
+(:func:`ragcore.settings.rules.check_value`): a bad one raises :class:`~ragcore.settings.config.ConfigError`
 naming where it came from, e.g. ``RAGCORE_LLM_TEMPERATURE=5 is not allowed: temperature must be
 a finite number from 0 to 2`` or ``llm.api='completions' in /p/.streamlit/secrets.toml is not
 allowed: …``. An unknown ``RAGCORE_LLM_*`` variable is an error too.
@@ -30,12 +30,12 @@ allowed: …``. An unknown ``RAGCORE_LLM_*`` variable is an error too.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ragcore.settings.config import LLM_ENV_PREFIX, ConfigError, LlmSettings, check_env_names, check_value
+from ragcore.settings.llm import LlmSettings
+from ragcore.settings.rules import LLM_ENV_PREFIX, ConfigError, check_names, check_value
 
 _RULES = {f.name: f.metadata["rule"] for f in fields(LlmSettings)}
 
@@ -51,6 +51,8 @@ def secrets_paths(root: str | Path | None = None) -> list[Path]:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only where a secrets file is read: the settings import stays light
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -112,7 +114,7 @@ def resolve_llm_settings_with_sources(
     sources: dict[str, str] = {name: "default" for name in _RULES}
     problems = _Problems()  # every bad value of every source in one message, not one per run
     with problems:
-        check_env_names(env, LLM_ENV_PREFIX)
+        check_names(env, LLM_ENV_PREFIX, frozenset(env_name(n) for n in _RULES))
 
     files = secrets_paths(root) if secrets_files is None else [Path(p) for p in secrets_files]
     for path in files:  # lowest precedence first: later files win

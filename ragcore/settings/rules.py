@@ -9,7 +9,7 @@ import numbers
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Mapping, get_args
 
 from ragcore.settings.redact import redact_url
 
@@ -57,6 +57,20 @@ class Rule:
     choices: tuple[str, ...] = ()
     optional: bool = False  # None (or "") means "not set"
     secret: bool = False  # the value is never shown
+    # The catalog (settings/catalog.py): how the clients show, take and use the field. Declared here,
+    # beside the range, so that adding a setting is one line: the CLI's options, the app's widgets and
+    # saved list, the service's request models, eval's sweep list, the lab's link and docs/13 follow.
+    label: str = ""  # a short name: the app's widget, the CLI's --help
+    help: str = ""  # what it does: docs/13's "Meaning" column
+    flag: str | None = None  # the command-line option that sets it ("--top-k")
+    commands: tuple[str, ...] = ()  # the commands that take ``flag`` (ask, ingest, eval); () = added by hand
+    app: bool = False  # the app saves it in app_settings.json
+    request: str | None = None  # the field a service request may override it with
+    sweep: bool = False  # ``ragcore eval --sweep`` may vary it, and reports describe a run by it
+    share: str | None = None  # the lab's URL parameter
+    lab: bool = False  # one of the lab's retrieval signals (its Signals controls)
+    widget: tuple[float, float, float] | None = None  # the app's (min, max, step) where the rule's range is open or wide
+    shown_default: str | None = None  # docs/13's default, where the value alone would mislead
 
     def allowed(self) -> str:
         """What the field accepts, in words: ends every error message."""
@@ -92,14 +106,14 @@ def _or(choices: tuple[str, ...]) -> str:
 
 
 def _setting(default: Any, kind: str, **rule: Any) -> Any:
-    """A dataclass field whose rule travels with it (``metadata["rule"]``)."""
+    """A dataclass field whose rule (and catalog entry) travels with it (``metadata["rule"]``)."""
     if callable(default):
         return field(default_factory=default, metadata={"rule": Rule(kind, **rule)}, repr=not rule.get("secret"))
     return field(default=default, metadata={"rule": Rule(kind, **rule)}, repr=not rule.get("secret"))
 
 
-def _choice(default: str, literal: Any) -> Any:
-    return _setting(default, "choice", choices=tuple(get_args(literal)))
+def _choice(default: str, literal: Any, **rule: Any) -> Any:
+    return _setting(default, "choice", choices=tuple(get_args(literal)), **rule)
 
 
 class _Bad(Exception):
@@ -234,4 +248,70 @@ def _rules(cls: type) -> dict[str, Rule]:
     return {f.name: f.metadata["rule"] for f in fields(cls) if "rule" in f.metadata}
 
 
-# --------------------------------------------------------------------------- LLM endpoint
+def chunk_problem(size: int, overlap: int, labels: Mapping[str, str]) -> str | None:
+    """Why ``chunk_overlap`` cannot go with ``chunk_size`` (None when it can); ``labels`` name
+    where each came from (a variable, an option) when not from code."""
+    if overlap < size:
+        return None
+    o = labels.get("chunk_overlap", "chunk_overlap")
+    s = f"{labels['chunk_size']}={size}" if "chunk_size" in labels else str(size)
+    return f"{o}={overlap} is not allowed: chunk_overlap must be less than chunk_size ({s})"
+
+
+def env_values(cls: type, env: Mapping[str, str], prefix: str, skip: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+    """The fields of ``cls`` set in ``env`` as ``PREFIX + NAME``, parsed and checked (every bad
+    variable in one ConfigError), with the variable each came from."""
+    values: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    problems: list[str] = []
+    for name, rule in _rules(cls).items():
+        var = prefix + name.upper()
+        raw = env.get(var)
+        if name in skip or raw is None or raw.strip() == "":
+            continue
+        try:
+            values[name] = check_value(name, rule, raw, var)
+            labels[name] = var
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return values, labels
+
+
+def _no_unknown(cls: type, changes: Mapping[str, Any]) -> None:
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(changes) - names)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}")
+
+
+def _safe_repr(obj: Any) -> str:
+    """The dataclass repr without secrets: keys left out, URLs without credentials."""
+    parts = []
+    for f in fields(obj):
+        if not f.repr:
+            continue
+        v = getattr(obj, f.name)
+        rule = f.metadata.get("rule")
+        if rule is not None and rule.kind == "url":
+            v = redact_url(v)
+        parts.append(f"{f.name}={v!r}")
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def check_names(env: Mapping[str, str], prefix: str, known: frozenset[str]) -> None:
+    """ConfigError naming every renamed or unknown variable starting with ``prefix``: a typo
+    such as RAGCORE_TOPK would otherwise be ignored without a word. ``known``: the variables read."""
+    import difflib  # only when a name is wrong: off the cold path
+
+    problems = []
+    for var in sorted(k for k in env if k.startswith(prefix) and k not in known):
+        if var in RENAMED_VARIABLES:
+            problems.append(f"{var} was renamed {RENAMED_VARIABLES[var]}: set that instead")
+            continue
+        close = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"{var} is not a ragcore setting{hint}")
+    if problems:
+        raise ConfigError("; ".join(problems) + " (docs/13-configuration-reference.md lists every variable)")

@@ -3,8 +3,7 @@
 Read from ``RAGCORE_API_KEYS`` and ``RAGCORE_SERVE_*`` variables and checked by the same rules as
 every other setting (:mod:`ragcore.settings.config`): a bad value raises :class:`ConfigError`
 naming the variable, the value (never a key's) and what is allowed. The variable names are also
-listed in ``config.SERVICE_VARIABLES`` so that the unknown-variable check lets them through
-(a unit test keeps the two lists equal).
+derived from these fields (``config.SERVICE_VARIABLES``) so that the unknown-variable check lets them through.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from urllib.parse import urlsplit
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ragcore.settings.config import ConfigError, _check_fields, _rules, _safe_repr, _setting, check_value, env_values
+from ragcore.settings.rules import ConfigError, _check_fields, _rules, _safe_repr, _setting, check_value, env_values
 
 SERVE_ENV_PREFIX = "RAGCORE_SERVE_"
 API_KEYS_VARIABLE = "RAGCORE_API_KEYS"
@@ -24,22 +23,59 @@ LOOPBACK_NAMES = ("localhost",)
 
 @dataclass(frozen=True, repr=False)
 class ServiceSettings:
-    host: str = _setting("127.0.0.1", "str")  # loopback unless told otherwise
-    port: int = _setting(8000, "int", ge=1, le=65535)
-    workers: int = _setting(1, "int", ge=1, le=64)
+    # loopback unless told otherwise
+    host: str = _setting(
+        "127.0.0.1", "str",
+        help="Address to listen on.")
+    port: int = _setting(
+        8000, "int", ge=1, le=65535,
+        help="Port to listen on.")
+    workers: int = _setting(
+        1, "int", ge=1, le=64,
+        help="Worker processes, each with its own engine and limits.")
     # Bearer keys; with none set, only a loopback address may be served (see problem())
-    api_keys: tuple[str, ...] = _setting((), "strs", secret=True)
-    max_body_bytes: int = _setting(1_000_000, "int", ge=1024)  # a JSON request (question, selection, history)
-    max_upload_bytes: int = _setting(50_000_000, "int", ge=1024)  # one ingest request's files together
-    deadline_s: float = _setting(60.0, "float", gt=0.0)  # one question, queueing included
-    max_concurrent: int = _setting(4, "int", ge=1)  # questions answered at once (2 cores: more only queue)
-    max_queued: int = _setting(16, "int", ge=0)  # questions waiting for a slot; beyond: 429
-    retry_after_s: int = _setting(1, "int", ge=1)  # the Retry-After of a 429
-    cors_origins: tuple[str, ...] = _setting((), "strs")  # none: no CORS headers at all
-    max_jobs: int = _setting(50, "int", ge=1)  # finished ingest jobs remembered for GET /api/jobs/{id}
+    api_keys: tuple[str, ...] = _setting(
+        (), "strs", secret=True,
+        help="Keys a request must send as `Authorization: Bearer <key>` (every route but `/healthz`); required to serve on "
+             "an address other than loopback. Never shown or logged.")
+    # a JSON request (question, selection, history)
+    max_body_bytes: int = _setting(
+        1_000_000, "int", ge=1024,
+        help="Largest request body (larger: `413`) and WebSocket message (larger: the server closes the socket).")
+    # one ingest request's files together
+    max_upload_bytes: int = _setting(
+        50_000_000, "int", ge=1024,
+        help="Largest upload request (all its files); larger: `413`.")
+    # one question, queueing included
+    deadline_s: float = _setting(
+        60.0, "float", gt=0.0,
+        help="Longest time one question may take, waiting for a slot included.")
+    # questions answered at once (2 cores: more only queue)
+    max_concurrent: int = _setting(
+        4, "int", ge=1,
+        help="Questions (and retrievals) answered at once per worker.")
+    # questions waiting for a slot; beyond: 429
+    max_queued: int = _setting(
+        16, "int", ge=0,
+        help="Questions waiting for a slot; one more gets `429`.")
+    # the Retry-After of a 429
+    retry_after_s: int = _setting(
+        1, "int", ge=1,
+        help="The `Retry-After` of a `429`, in seconds.")
+    # none: no CORS headers at all
+    cors_origins: tuple[str, ...] = _setting(
+        (), "strs", shown_default="not set (CORS off)",
+        help="Browser origins allowed to call the API.")
+    # finished ingest jobs remembered for GET /api/jobs/{id}
+    max_jobs: int = _setting(
+        50, "int", ge=1,
+        help="Finished ingest jobs remembered for `GET /api/jobs/{id}`.")
     # host names a request's Host header may carry besides the bound address (and, on loopback,
     # localhost): the names a proxy or a DNS entry gives the server; "*": any (service/guard.py)
-    allowed_hosts: tuple[str, ...] = _setting((), "strs")
+    allowed_hosts: tuple[str, ...] = _setting(
+        (), "strs", shown_default="not set (the bound address; localhost on loopback)",
+        help="Host names a request's `Host` header may carry besides the bound address (a proxy's or a DNS "
+             "name for the server); `*` turns the check off.")
 
     def __post_init__(self) -> None:
         _check_fields(self)

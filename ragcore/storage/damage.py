@@ -22,7 +22,7 @@ import numpy as np
 from ragcore.storage.schema import StoreError
 
 NORM_TOLERANCE = 1e-2  # |‖v‖ - 1| allowed: float32 rounding is ~1e-7; a flipped bit moves far more
-UPLOAD_ROOT = "(upload)"  # ingest/writer.py's root of uploaded files (storage does not import ingest)
+UPLOAD_ROOT = "(upload)"  # ingest/run.py's root of uploaded files (storage does not import ingest)
 _BUSY = ("WouldBlock", "Resource temporarily unavailable", "already accessed by another process")
 
 
