@@ -28,7 +28,7 @@ NOTHING_TO_QUOTE = "the evidence has no prose sentence to quote (only code or ta
 # --------------------------------------------------------------------------- the signals
 
 
-class Evidence(Signal):
+class AnyEvidence(Signal):
     """Nothing passed the cuts: nothing to answer from."""
 
     name = "evidence"
@@ -99,11 +99,11 @@ class QuotedAnswers(Signal):
 
 
 # In order: the first veto is the reason to abstain.
-ABSTAIN_SIGNALS: tuple[AbstainSignal, ...] = (Evidence(), Coverage(), Bar(), NothingToQuote(), QuotedAnswers())
+ABSTAIN_SIGNALS: tuple[AbstainSignal, ...] = (AnyEvidence(), Coverage(), Bar(), NothingToQuote(), QuotedAnswers())
 
 
 def abstain_reason(evidence: Sequence[Any], support: Support, bar: float) -> str | None:
     """Why the engine will not answer on the evidence and support alone (the evidence and support
     signals), or None when it will; for callers that judge a support already refined."""
     case = Case("", "corpus", tuple(evidence), support, bar, 0.0, True, None, lambda: None)
-    return decide((Evidence(), Bar()), case).reason
+    return decide((AnyEvidence(), Bar()), case).reason
