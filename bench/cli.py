@@ -567,6 +567,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.browser import add_browser_parser
 
     add_browser_parser(bsub)  # `bench browser` (Enter → answer in headless chromium)
+    from bench.reader_train import add_reader_parser
+
+    add_reader_parser(bsub)  # `bench reader` (the extractive reader retrained, leave one corpus out)
 
 
 def _cmd_dims(args: argparse.Namespace) -> int:
