@@ -33,7 +33,8 @@ DEFAULT_CACHE = Path(os.environ.get("RAGCORE_READER_CACHE", "/work/cache-reader/
 
 def set_dirs() -> dict[str, Path]:
     """Each labelled set's folder (questions.jsonl + unanswerable.jsonl), by collection name."""
-    return {"django": DJANGO, "git": SETS_ROOT / "git", "scrapy": SETS_ROOT / "scrapy",
+    django = DJANGO if DJANGO.is_dir() else Path("/work/shared/data/django-docs-qa")  # a worktree's REPO.parent has no shared/
+    return {"django": django, "git": SETS_ROOT / "git", "scrapy": SETS_ROOT / "scrapy",
             "sqlalchemy": SETS_ROOT / "sqlalchemy", "guide": REPO / "bench" / "data" / "guide-qa",
             "pdfqa": REPO / "bench" / "data" / "pdf-qa"}
 

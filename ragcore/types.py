@@ -321,6 +321,9 @@ class Confidence:
 
     value: float  # 0..1
     level: str  # "high" | "medium" | "low"
+    # whether the level decides the status: False while the shipped model's calibration has not met
+    # its target (bench/results/reader.md), so a "low" answer is shown as it is, its level a hint
+    decides: bool = True
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ def answer_status(assessment: Assessment, synthesis: Synthesis, validation: Vali
         return "abstained"
     if synthesis.failure is not None or validation.unsupported or validation.uncited or validation.injected:
         return "partial"
-    if synthesis.confidence is not None and synthesis.confidence.level == "low":
+    if synthesis.confidence is not None and synthesis.confidence.level == "low" and synthesis.confidence.decides:
         return "partial"  # ok means confident: below the reader's bar the answer says it may not answer
     return "ok"
 

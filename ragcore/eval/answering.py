@@ -4,7 +4,8 @@ An answerable question of an evaluation set has a reference answer. A candidate 
 the extractive composer could quote, ``synthesis/extractive/units.py``) is labelled *answering*
 when it shares the reference's key terms: the reference's content words that the question does not
 already hold, weighted by how rare they are in the evidence (a word every chunk holds says
-nothing). A unit is answering when it holds two key terms and at least 40% of their weight (an identifier
+nothing). A unit is answering when it holds two key terms and at least 40% of their weight (of the eight
+rarest key terms' weight, for a reference of a paragraph) (an identifier
 of the reference, ``SESSION_COOKIE_DOMAIN`` or ``revoke()``, counts for 20%); a short reference
 (under three key terms, "arrowsize(p)") must be held whole or by its identifier; where the caller
 gives the text the answer must quote, a unit holding it answers. The rule was checked by hand on a sample (bench/results/reader.md says how many were wrong).
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 _IDENT = re.compile(r"\b[A-Za-z]\w*_\w+\b|\b\w+\.\w+(?:\.\w+)*\b|\b\w+\(\)|--[a-z][\w-]+|\b[a-z]+[A-Z]\w+\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 KEY_SHARE = 0.4
 KEY_COUNT = 2
+KEY_TOP = 8
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,13 @@ def answers(key: Key, text: str) -> bool:
     low = normalize_ws(text).lower()
     if key.expected:
         return key.expected[:80] in low or (len(low) > 30 and low in key.expected)
-    total = sum(key.weights.values())
+    # a long reference (a paragraph) cannot be held by one sentence: the share is of its KEY_TOP rarest terms
+    total = sum(sorted(key.weights.values(), reverse=True)[:KEY_TOP])
     if len(key.weights) < KEY_COUNT + 1:  # a short reference ("arrowsize(p)"): all of it, or its identifier
         terms = content_terms(text)
         return bool(key.weights) and (key.weights.keys() <= terms or any(i in low for i in key.idents))
     shared = content_terms(text) & key.weights.keys()
-    share = sum(key.weights[t] for t in shared) / total if total else 0.0
+    share = min(1.0, sum(key.weights[t] for t in shared) / total) if total else 0.0
     # an identifier of the reference counts as half the share: "OPENAI_API_KEY" recurs across a page
     ident = any(i in low for i in key.idents)
     share += 0.5 * KEY_SHARE * ident

@@ -86,10 +86,11 @@ class ExtractiveResult:
     confidence: float | None = None  # the reader's calibrated chance that the answer holds the answer (reader.py)
     level: str | None = None  # "high" | "medium" | "low"; low: the answer opens with UNSURE_LEAD
     best_probability: float | None = None  # the reader's probability for its best unit, before calibration
+    cosines: tuple[float, float] = (0.0, 0.0)  # the best unit's and the best chunk's cosine (the confidence reads them)
 
     @property
     def unsure(self) -> bool:
-        return self.level == "low"
+        return self.text.startswith(UNSURE_LEAD)
 
 
 def _usable(unit: Unit) -> bool:
@@ -143,6 +144,7 @@ class ExtractiveComposer:
         # the learned reader ranks the units and says how sure the answer is; None: the hand-made score alone
         self.reader = load_model() if reader == "shipped" else reader
         self.scored: list[Scored] = []
+        self.best_p: float | None = None  # the reader's best probability for the last question scored
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
         intent, default_q, count = intent_of(question), answers.asks_default(question), answers.asks_count(question)
@@ -171,9 +173,12 @@ class ExtractiveComposer:
             scored.append(Scored(e, unit, score, float(cos), lex, chunk_cos[e.n], tokens))
         self.scored = scored
         final = [s.score for s in scored]
-        if self.reader is not None:  # the reader's probability replaces the hand-made score
-            final = [float(p) + 0.05 * (s.evidence.origin == "selection")
-                     for p, s in zip(self.reader.probs(features(question, scored)), scored)]
+        self.best_p = None
+        if self.reader is not None:
+            probs = self.reader.probs(features(question, scored))
+            self.best_p = float(probs.max())
+            if self.reader.rank:  # the reader's probability replaces the hand-made score
+                final = [float(p) + 0.05 * (s.evidence.origin == "selection") for p, s in zip(probs, scored)]
         out = []
         for s, score in zip(scored, final):
             unit = s.unit
@@ -197,9 +202,10 @@ class ExtractiveComposer:
         best_selection = max((self._base[id(p)] for p in scored if p.n in selected), default=None)
         follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
         context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
-        best_p = max(p.score for p in ranked) if self.reader is not None else None
-        confidence, level = self._confidence(best_p)
-        chosen = self._choose(ranked, evidence, context, first, _UNSURE_DOCS if level == "low" else self.max_docs)
+        best_p = self.best_p
+        confidence, level = self._confidence(best_p, evidence)
+        unsure = level == "low" and self.reader is not None and self.reader.gate
+        chosen = self._choose(ranked, evidence, context, first, _UNSURE_DOCS if unsure else self.max_docs)
         # a how-to answer holds the command that does it, one about a default the unit that states it (answers.py)
         if intent_of(question).howto or answers.asks_default(question):
             pages = {e.n: e.chunk.path for e in evidence}
@@ -221,15 +227,19 @@ class ExtractiveComposer:
                       key=lambda p: (p.n not in first, not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = context.grouped(lead, rest)
         text = render(ordered)
-        if level == "low":
+        if unsure:
             text = f"{UNSURE_LEAD}\n\n{text}"
-        return ExtractiveResult(text, "ok", best, tuple(ordered), best_selection, fit, confidence, level, best_p)
+        cosines = (max(s.cos for s in self.scored), max(s.chunk_cos for s in self.scored))
+        return ExtractiveResult(text, "ok", best, tuple(ordered), best_selection, fit, confidence, level, best_p, cosines)
 
-    def _confidence(self, best_p: float | None) -> tuple[float | None, str | None]:
-        """The reader's calibrated confidence from its best unit's probability, and its level."""
+    def _confidence(self, best_p: float | None, evidence: Sequence[Evidence]) -> tuple[float | None, str | None]:
+        """The reader's calibrated confidence from its best unit's probability and the question's
+        best unit and chunk cosines, and its level."""
         if self.reader is None or best_p is None:
             return None, None
-        c = self.reader.confidence(best_p)
+        unit_cos = max((s.cos for s in self.scored), default=0.0)
+        chunk_cos = max((s.chunk_cos for s in self.scored), default=0.0)
+        c = self.reader.confidence(best_p, unit_cos, chunk_cos)
         return c, self.reader.level(c)
 
     def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents,
@@ -438,5 +448,6 @@ class ExtractiveSynthesizer:
     def stream(self, job: SynthesisJob, cancel: threading.Event | None = None) -> Generator[str, None, Synthesis]:
         result = self.composed or self.composer.compose(job.question, job.evidence)
         yield from word_pieces(result.text)
-        confidence = Confidence(round(result.confidence, 4), result.level or "low") if result.confidence is not None else None
+        confidence = (Confidence(round(result.confidence, 4), result.level or "low", decides=result.unsure or result.level != "low")
+                      if result.confidence is not None else None)
         return Synthesis(result.text, self.name, confidence=confidence)

@@ -71,18 +71,25 @@ class ReaderModel:
     scale: np.ndarray
     weights: np.ndarray
     bias: float
-    calib: tuple[float, float]  # confidence = sigmoid(a·logit(best probability) + b)
+    calib: tuple[float, ...]  # confidence = sigmoid(a·logit(best probability) + c·best unit cosine + d·best chunk cosine + b)
     bar: float  # confidence at or above which an answer is called confident (status ok)
     high: float  # confidence at or above which the level is "high"
+    rank: bool = True  # whether the reader's probability ranks the units; False: it only says how sure
+    gate: bool = True  # whether a low confidence makes the answer unsure (partial, closest passages)
 
-    def probs(self, x: np.ndarray) -> np.ndarray:
+    def probs(self, x: np.ndarray) -> np.ndarray:  # noqa: D102
         z = ((x - self.mean) / self.scale) @ self.weights + self.bias
         return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
 
-    def confidence(self, best: float) -> float:
-        a, b = self.calib
+    def confidence(self, best: float, unit_cos: float = 0.0, chunk_cos: float = 0.0) -> float:
+        """The calibrated chance the answer holds the answer, from the best unit's probability and
+        how close the question is to the evidence at all (the best unit's and chunk's cosines:
+        the share of answers that hold the answer differs by corpus, and these say how well the
+        corpus covers the question)."""
+        a, b, c, d = (*self.calib, 0.0, 0.0)[:4]
         p = min(max(best, 1e-6), 1 - 1e-6)
-        return 1.0 / (1.0 + math.exp(-(a * math.log(p / (1 - p)) + b)))
+        z = a * math.log(p / (1 - p)) + b + c * unit_cos + d * chunk_cos
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def level(self, confidence: float) -> str:
         return "high" if confidence >= self.high else "medium" if confidence >= self.bar else "low"
@@ -93,7 +100,8 @@ def model_from_dict(d: dict) -> ReaderModel:
     if names != FEATURES:
         raise ValueError("the reader model was trained on other features; retrain it (ragcore bench reader)")
     return ReaderModel(names, np.asarray(d["mean"], float), np.asarray(d["scale"], float), np.asarray(d["weights"], float),
-                       float(d["bias"]), (float(d["calib"][0]), float(d["calib"][1])), float(d["bar"]), float(d["high"]))
+                       float(d["bias"]), tuple(float(c) for c in d["calib"]), float(d["bar"]), float(d["high"]),
+                       bool(d.get("rank", True)), bool(d.get("gate", True)))
 
 
 @lru_cache(maxsize=4)
