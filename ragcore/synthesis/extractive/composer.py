@@ -178,7 +178,9 @@ class ExtractiveComposer:
             probs = self.reader.probs(features(question, scored))
             self.best_p = float(probs.max())
             if self.reader.rank:  # the reader's probability replaces the hand-made score
-                final = [float(p) + 0.05 * (s.evidence.origin == "selection") for p, s in zip(probs, scored)]
+                b = self.reader.blend
+                final = [(s.score + b * float(p)) if b else float(p) + 0.05 * (s.evidence.origin == "selection")
+                         for p, s in zip(probs, scored)]
         out = []
         for s, score in zip(scored, final):
             unit = s.unit

@@ -76,6 +76,7 @@ class ReaderModel:
     high: float  # confidence at or above which the level is "high"
     rank: bool = True  # whether the reader's probability ranks the units; False: it only says how sure
     gate: bool = True  # whether a low confidence makes the answer unsure (partial, closest passages)
+    blend: float = 0.0  # > 0: rank by the hand-made score + blend × probability instead of the probability alone
 
     def probs(self, x: np.ndarray) -> np.ndarray:  # noqa: D102
         z = ((x - self.mean) / self.scale) @ self.weights + self.bias
@@ -101,7 +102,7 @@ def model_from_dict(d: dict) -> ReaderModel:
         raise ValueError("the reader model was trained on other features; retrain it (ragcore bench reader)")
     return ReaderModel(names, np.asarray(d["mean"], float), np.asarray(d["scale"], float), np.asarray(d["weights"], float),
                        float(d["bias"]), tuple(float(c) for c in d["calib"]), float(d["bar"]), float(d["high"]),
-                       bool(d.get("rank", True)), bool(d.get("gate", True)))
+                       bool(d.get("rank", True)), bool(d.get("gate", True)), float(d.get("blend", 0.0)))
 
 
 @lru_cache(maxsize=4)
