@@ -580,6 +580,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.stress_store import add_stress_parser
 
     add_stress_parser(bsub)  # `bench stress` (2 servers + CLI readers + a writer on one store, errors counted)
+    from bench.reader_train import add_reader_parser
+
+    add_reader_parser(bsub)  # `bench reader` (the extractive reader retrained, leave one corpus out)
 
 
 def _cmd_dims(args: argparse.Namespace) -> int:

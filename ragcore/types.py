@@ -317,6 +317,19 @@ class Validation:
 
 
 @dataclass(frozen=True)
+class Confidence:
+    """How sure the answer is that it holds the answer: the extractive reader's probability,
+    calibrated leave one corpus out (synthesis/extractive/reader.py, docs/07). ``level`` is
+    "high", "medium" or "low"; "low" is below the bar, and such an answer has status partial."""
+
+    value: float  # 0..1
+    level: str  # "high" | "medium" | "low"
+    # whether the level decides the status: False while the shipped model's calibration has not met
+    # its target (bench/results/reader.md), so a "low" answer is shown as it is, its level a hint
+    decides: bool = True
+
+
+@dataclass(frozen=True)
 class Answer:
     question: str
     answer: str  # markdown with [n] markers
@@ -327,6 +340,7 @@ class Answer:
     validation: Validation = field(default_factory=Validation)
     metadata: Mapping[str, Any] = field(default_factory=dict)
     error_message: str | None = None
+    confidence: Confidence | None = None  # the extractive answer's; None for a model's answer, an abstention, an error
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

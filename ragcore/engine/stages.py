@@ -23,7 +23,7 @@ from ragcore.types import (
 ContextMode = Literal["corpus", "selection", "both"]
 # sentences that legitimately carry no citation
 _EXEMPT_PREFIXES = ("the corpus does not", "the evidence does not", "the selection does not", "neither the selection",
-                    "i could not find")
+                    "i could not find", "this may not answer the question")
 
 
 class StageError(Exception):
@@ -154,6 +154,8 @@ def answer_status(assessment: Assessment, synthesis: Synthesis, validation: Vali
         return "abstained"
     if synthesis.failure is not None or validation.unsupported or validation.uncited or validation.injected:
         return "partial"
+    if synthesis.confidence is not None and synthesis.confidence.level == "low" and synthesis.confidence.decides:
+        return "partial"  # ok means confident: below the reader's bar the answer says it may not answer
     return "ok"
 
 
@@ -203,6 +205,7 @@ def build_answer(req: Question, retrieved: Retrieved, assessment: Assessment, sy
         question=req.question, answer=checked.text, status=status, citations=checked.citations,
         evidence=retrieved.evidence, candidates=retrieved.candidates, validation=validation,
         metadata=meta, error_message=checked.error_message,
+        confidence=synthesis.confidence if checked.status != "abstained" else None,
     )
 
 

@@ -54,6 +54,9 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("recall_at_1", "R@1"), ("recall_at_5", "R@5"), ("recall_at_10", "R@10"), ("recall_at_20", "R@20"),
     ("mrr_at_10", "MRR@10"), ("ndcg_at_10", "nDCG@10"), ("answer_rate", "answered"), ("abstain_rate", "abstain(U)"),
     ("citation_precision", "cite prec"), ("supported_share", "supported"), ("token_f1", "F1"),
+    # where the answering passage went (eval/answering.py): in the evidence, the first 5, the answer, the packed context
+    ("passage_in_evidence", "ans∈ev"), ("passage_in_top5", "ans∈top5"), ("passage_in_answer", "ans∈answer"),
+    ("passage_in_packed", "ans∈packed"),
 )
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 from ragcore.settings.catalog import config_keys
 from ragcore.settings.config import RagcoreSettings
 from ragcore.types import Answer
+from ragcore.eval.answering import passage_flags, passage_rates
 from ragcore.eval.dataset import EvalDataset, EvalQuestion
 from ragcore.eval.metrics import QuestionResult, Summary, dedupe_ranking, recall_at_k, summarize
 
@@ -159,6 +160,7 @@ class QuestionRecord:
     relevant: tuple[str, ...] = ()  # "path#anchor" judgements, as in the data set
     error_message: str | None = None
     closest_section: str | None = None  # the corpus heading closest to the question ("heading — path")
+    passage: Mapping[str, bool] | None = None  # where the answering passage went (eval/answering.py)
 
     @property
     def id(self) -> str:
@@ -176,7 +178,7 @@ class QuestionRecord:
             "total_sentences": r.total_sentences, "latency_ms": {k: round(v, 2) for k, v in r.latency_ms.items()},
             "best_support": self.best_support, "evidence_docs": list(self.evidence_docs),
             "hits": [h.__dict__ for h in self.hits[:STORED_HITS]], "error_message": self.error_message,
-            "closest_section": self.closest_section,
+            "closest_section": self.closest_section, "passage": dict(self.passage) if self.passage else None,
         }
 
     @classmethod
@@ -193,7 +195,7 @@ class QuestionRecord:
         hits = tuple(DocHit(**h) for h in d.get("hits", ()))
         return cls(result=result, best_support=d.get("best_support"), hits=hits,
                    evidence_docs=tuple(d.get("evidence_docs", ())), relevant=tuple(d.get("relevant", ())),
-                   error_message=d.get("error_message"), closest_section=d.get("closest_section"))
+                   error_message=d.get("error_message"), closest_section=d.get("closest_section"), passage=d.get("passage"))
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,7 @@ class EvalRun:
         for retrieval-only runs)."""
         m = self.summary.as_dict()
         m["evidence_recall"] = self.evidence_recall
+        m.update(passage_rates(r.passage for r in self.records if r.result.answerable and not self.retrieval_only))
         if self.retrieval_only:
             for k in ANSWER_METRICS:
                 m[k] = None
@@ -300,6 +303,7 @@ def record_from_answer(q: EvalQuestion, answer: Answer, mapper: DocPathMapper, *
         evidence_docs=tuple(dict.fromkeys(evidence_docs)), relevant=q.relevant,
         error_message=answer.error_message if answer.status == "error" else None,
         closest_section=f"{topic['heading']} — {mapper(topic['path'])} ({topic['score']:.2f})" if topic else None,
+        passage=passage_flags(q.question, q.answer, answer) if q.answerable and answer.status != "error" else None,
     )
 
 

@@ -132,7 +132,9 @@ def quote(answer: Answer, c: Citation) -> str:
 
 
 def extra(answer: Answer) -> dict[str, Any]:
+    conf = answer.confidence
     return {"status": answer.status, "request_id": answer.metadata.get("request_id"), "error_message": answer.error_message,
+            "confidence": {"value": conf.value, "level": conf.level} if conf else None,
             "standalone_question": answer.metadata.get("standalone_question"),
             "citations": [{"n": c.n, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                            "section": list(c.section), "page": c.page, "support": round(c.support, 4),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Generator, Iterator, Mapping, Protocol, Sequence
 
 from ragcore.settings.config import RagcoreSettings
-from ragcore.types import Evidence
+from ragcore.types import Confidence, Evidence
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Synthesis:
     failure: SynthesisFailure | None = None
     cancelled: bool = False
     packing: Mapping[str, Any] | None = None
+    confidence: Confidence | None = None  # the extractive reader's (synthesis/extractive/reader.py)
 
     @property
     def model_written(self) -> bool:

@@ -125,6 +125,15 @@ def test_stamp_and_badges_never_show_a_key():
     assert labels["partial"] == "warn" and labels["1 uncited"] == "warn"
 
 
+def test_the_confidence_badge_sits_beside_the_status():
+    base = answer("A [1].", [chunk("a.md", 1, 2)]).to_dict()
+    sure = dict(badges(Run(answer=base | {"confidence": {"value": 0.86, "level": "high"}}, outcome="ok")))
+    assert list(sure)[:2] == ["ok", "confidence high (0.86)"] and sure["confidence high (0.86)"] == "ok"
+    unsure = dict(badges(Run(answer=base | {"confidence": {"value": 0.31, "level": "low"}}, outcome="partial")))
+    assert unsure["confidence low (0.31)"] == "warn"
+    assert not any(k.startswith("confidence") for k in dict(badges(Run(answer=base, outcome="ok"))))
+
+
 def test_exports_markdown_html_json():
     evil = chunk("evil.md", 1, 1, "x")
     nb = Notebook("guide", [

@@ -43,6 +43,11 @@ def badges(run: Run) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     sev = {"ok": "ok", "abstained": "info", "partial": "warn", "cancelled": "warn", "error": "error"}
     out.append((run.outcome, sev.get(run.outcome, "info")))
+    conf = ans.get("confidence") or None  # the extractive reader's calibrated confidence, beside the status
+    if conf and run.outcome not in ("abstained", "error"):
+        level = str(conf.get("level"))
+        out.append((f"confidence {level} ({float(conf.get('value') or 0):.2f})",
+                    {"high": "ok", "medium": "info"}.get(level, "warn")))
     for key, label in (("stripped", "stripped"), ("unsupported", "unsupported"), ("uncited", "uncited"), ("hedged", "hedged")):
         n = len(val.get(key) or [])
         if n:

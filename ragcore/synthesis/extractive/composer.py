@@ -40,15 +40,17 @@ from dataclasses import dataclass, replace
 from typing import Generator, Sequence
 
 from ragcore.encoders.minilm import OnnxMiniLM
+from ragcore.encoders.sparse import STOPWORDS, tokenize
 from ragcore.safety.injection import looks_like_instruction
 from ragcore.storage.store import embed_text
 from ragcore.citations.markers import markers_in
 from ragcore.textutil import Span, content_terms, normalize_ws, sentence_spans
-from ragcore.types import Chunk, Evidence
+from ragcore.types import Chunk, Confidence, Evidence
 from ragcore.synthesis.base import Synthesis, SynthesisJob, word_pieces
 from ragcore.abstain.selection_support import SelectionFit, selection_fit
 from ragcore.synthesis.extractive import answers
 from ragcore.synthesis.extractive.context import Antecedents
+from ragcore.synthesis.extractive.reader import ReaderModel, Scored, features, load_model
 from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
 from ragcore.synthesis.extractive.units import PDF_TABLE, QuoteBlock, Picked, Unit, table_head, units_of
 
@@ -59,6 +61,9 @@ ABSTAIN_TEXTS = {
     "selection": "The selection does not contain enough evidence to answer this.",
     "both": "Neither the selection nor the corpus contains enough evidence to answer this.",
 }
+# an answer the reader is not confident of opens with this line, then quotes the closest passages
+UNSURE_LEAD = "This may not answer the question; the closest passages are:"
+_UNSURE_DOCS = 3  # an unsure answer quotes the best units of up to this many pages, not one
 _RELATIVE_KEEP = 0.65
 _DUPLICATE_COS = 0.9
 _QUESTION_END = re.compile(r"""\?["'”’)\]]*$""")
@@ -78,6 +83,14 @@ class ExtractiveResult:
     picked: tuple[Picked, ...]
     best_selection: float | None = None  # best score among sentences of the selection, if any
     selection_fit: SelectionFit | None = None  # is the question about the selection? (selection_support.py)
+    confidence: float | None = None  # the reader's calibrated chance that the answer holds the answer (reader.py)
+    level: str | None = None  # "high" | "medium" | "low"; low: the answer opens with UNSURE_LEAD
+    best_probability: float | None = None  # the reader's probability for its best unit, before calibration
+    cosines: tuple[float, float] = (0.0, 0.0)  # the best unit's and the best chunk's cosine (the confidence reads them)
+
+    @property
+    def unsure(self) -> bool:
+        return self.text.startswith(UNSURE_LEAD)
 
 
 def _usable(unit: Unit) -> bool:
@@ -123,15 +136,21 @@ def _after_full_stop(chunk: Chunk, unit: Unit) -> bool:
 class ExtractiveComposer:
     name = "extractive"
 
-    def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4, max_docs: int = 1) -> None:
+    def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4, max_docs: int = 1,
+                 reader: ReaderModel | None | str = "shipped") -> None:
         self.encoder = encoder
         self.max_sentences = max_sentences
         self.max_docs = max_docs
+        # the learned reader ranks the units and says how sure the answer is; None: the hand-made score alone
+        self.reader = load_model() if reader == "shipped" else reader
+        self.scored: list[Scored] = []
+        self.best_p: float | None = None  # the reader's best probability for the last question scored
 
     def score_sentences(self, question: str, evidence: Sequence[Evidence]) -> list[Picked]:
         intent, default_q, count = intent_of(question), answers.asks_default(question), answers.asks_count(question)
         items = candidates(evidence, intent, default_q)
         self._cos: dict[int, float] = {}
+        self._base: dict[int, float] = {}  # the hand-made score: what the abstention rules were set on
         if not items:
             return []
         # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
@@ -142,17 +161,33 @@ class ExtractiveComposer:
         chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
         chunk_cos.update({e.n: float(v @ q) for e, v in zip(unscored, vecs[1 + len(items) :])})
         q_terms = content_terms(question)
-        out = []
+        scored = []
         for (e, unit), cos in zip(items, unit_cos):
             terms = _asked_of(q_terms, e.chunk)
-            lex = len(terms & content_terms(unit.plain)) / len(terms) if terms else 0.0
+            tokens = tuple(tokenize(unit.plain))
+            lex = len(terms & (set(tokens) - STOPWORDS)) / len(terms) if terms else 0.0
             score = adjust(0.5 * float(cos) + 0.25 * lex + 0.25 * chunk_cos[e.n], unit, intent, e.chunk.section)
             score += answers.bonus(unit, intent, default_q, count)
             if e.origin == "selection":
                 score += 0.05  # in "both" mode the selection is the primary source
+            scored.append(Scored(e, unit, score, float(cos), lex, chunk_cos[e.n], tokens))
+        self.scored = scored
+        final = [s.score for s in scored]
+        self.best_p = None
+        if self.reader is not None:
+            probs = self.reader.probs(features(question, scored))
+            self.best_p = float(probs.max())
+            if self.reader.rank:  # the reader's probability replaces the hand-made score
+                b = self.reader.blend
+                final = [(s.score + b * float(p)) if b else float(p) + 0.05 * (s.evidence.origin == "selection")
+                         for p, s in zip(probs, scored)]
+        out = []
+        for s, score in zip(scored, final):
+            unit = s.unit
             span = Span(unit.start, unit.end, unit.sentence or normalize_ws(unit.plain), block=unit.block and unit.block.kind)
-            out.append(Picked(e.n, span, score, _trimmed(unit, q_terms)))
-            self._cos[id(out[-1])] = float(cos)
+            out.append(Picked(s.evidence.n, span, score, _trimmed(unit, q_terms)))
+            self._cos[id(out[-1])] = s.cos
+            self._base[id(out[-1])] = s.score
         self._vecs = {id(p): v for p, v in zip(out, vecs[1 : 1 + len(items)])}
         return out
 
@@ -165,11 +200,14 @@ class ExtractiveComposer:
         # a selection the question is about leads: its units are ranked (and kept) before the corpus's
         first = selected if fit is not None and fit.on_topic else set()
         ranked = sorted(scored, key=lambda p: (p.n not in first, -p.score, p.n, p.span.start))
-        best = max(scored, key=lambda p: p.score)
-        best_selection = max((p.score for p in scored if p.n in selected), default=None)
+        best = max(self._base[id(p)] for p in scored)
+        best_selection = max((self._base[id(p)] for p in scored if p.n in selected), default=None)
         follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
         context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
-        chosen = self._choose(ranked, evidence, context, first)
+        best_p = self.best_p
+        confidence, level = self._confidence(best_p, evidence)
+        unsure = level == "low" and self.reader is not None and self.reader.gate
+        chosen = self._choose(ranked, evidence, context, first, _UNSURE_DOCS if unsure else self.max_docs)
         # a how-to answer holds the command that does it, one about a default the unit that states it (answers.py)
         if intent_of(question).howto or answers.asks_default(question):
             pages = {e.n: e.chunk.path for e in evidence}
@@ -190,10 +228,24 @@ class ExtractiveComposer:
         rest = sorted((p for p in chosen if p is not lead),
                       key=lambda p: (p.n not in first, not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = context.grouped(lead, rest)
-        return ExtractiveResult(render(ordered), "ok", best.score, tuple(ordered), best_selection, fit)
+        text = render(ordered)
+        if unsure:
+            text = f"{UNSURE_LEAD}\n\n{text}"
+        cosines = (max(s.cos for s in self.scored), max(s.chunk_cos for s in self.scored))
+        return ExtractiveResult(text, "ok", best, tuple(ordered), best_selection, fit, confidence, level, best_p, cosines)
+
+    def _confidence(self, best_p: float | None, evidence: Sequence[Evidence]) -> tuple[float | None, str | None]:
+        """The reader's calibrated confidence from its best unit's probability and the question's
+        best unit and chunk cosines, and its level."""
+        if self.reader is None or best_p is None:
+            return None, None
+        unit_cos = max((s.cos for s in self.scored), default=0.0)
+        chunk_cos = max((s.chunk_cos for s in self.scored), default=0.0)
+        c = self.reader.confidence(best_p, unit_cos, chunk_cos)
+        return c, self.reader.level(c)
 
     def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents,
-                first: set[int] | frozenset[int] = frozenset()) -> list[Picked]:
+                first: set[int] | frozenset[int] = frozenset(), max_docs: int | None = None) -> list[Picked]:
         """The best units within ``_RELATIVE_KEEP`` of the best, up to ``max_sentences``: from
         at most ``max_docs`` pages, no near duplicates, each with the units it leans on. When
         no unit can be quoted that way (the best leans on a sentence the chunk does not hold,
@@ -211,7 +263,7 @@ class ExtractiveComposer:
                 break
             if p.score < _RELATIVE_KEEP * top[p.n in first]:
                 continue
-            if page[p.n] is not None and page[p.n] not in pages and 0 < self.max_docs <= len(pages):
+            if page[p.n] is not None and page[p.n] not in pages and 0 < (max_docs or self.max_docs) <= len(pages):
                 continue  # another page: the answer quotes the pages of its best units only
             v = self._vecs[id(p)]
             if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
@@ -398,4 +450,6 @@ class ExtractiveSynthesizer:
     def stream(self, job: SynthesisJob, cancel: threading.Event | None = None) -> Generator[str, None, Synthesis]:
         result = self.composed or self.composer.compose(job.question, job.evidence)
         yield from word_pieces(result.text)
-        return Synthesis(result.text, self.name)
+        confidence = (Confidence(round(result.confidence, 4), result.level or "low", decides=result.unsure or result.level != "low")
+                      if result.confidence is not None else None)
+        return Synthesis(result.text, self.name, confidence=confidence)

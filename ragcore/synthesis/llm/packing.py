@@ -10,7 +10,11 @@ Packing rules, in order (evidence arrives in score order, best first):
 1. Everything fits: nothing changes.
 2. Otherwise drop the lowest-ranked evidence first (corpus evidence before the user's
    selection), keeping at least one, until the rest fits once any chunk longer than
-   ``max_chunk_tokens`` is capped to that length.
+   ``max_chunk_tokens`` is capped to that length. With ``diversify`` (the default) a document's
+   second and later chunks go before any document's best chunk: the evidence is often 11 chunks
+   of one page, and the page that answers is then the one whose single chunk ranked 15th
+   (bench/results/reader.md: the packed context held the answering passage for fewer questions
+   than the top-20 evidence did).
 3. Cap the longest over-long chunks (to ``max_chunk_tokens``, or to the room left if that is
    larger) until the set fits.
 4. If the one remaining chunk still does not fit, cut it to the budget.
@@ -173,6 +177,7 @@ def pack_evidence(
     *,
     budget_tokens: int,
     max_chunk_tokens: int = 400,
+    diversify: bool = True,
 ) -> PackedContext:
     """Fit ``evidence`` (score order, best first) into ``budget_tokens`` of evidence blocks.
 
@@ -185,7 +190,7 @@ def pack_evidence(
     packer = _Packer(items, budget_tokens, max_chunk_tokens)
     if sum(packer.cost) <= budget_tokens:
         return PackedContext(tuple(items), (), (), sum(packer.cost), budget_tokens)
-    packer.drop_lowest()
+    packer.drop_lowest(diversify)
     packer.cap_long()
     packer.cut_to_fit()
     return packer.result()
@@ -206,10 +211,16 @@ class _Packer:
         self.cur: dict[int, int] = {}
         self.truncated: set[int] = set()
 
-    def drop_lowest(self) -> None:
-        """Rule 2: drop lowest-ranked first (corpus, then selection), keeping at least one."""
+    def drop_lowest(self, diversify: bool = True) -> None:
+        """Rule 2: drop lowest-ranked first (corpus, then selection), keeping at least one;
+        with ``diversify``, a document's later chunks before any document's best one."""
         n = len(self.items)
         order = [i for i in reversed(range(n)) if self.items[i].origin != "selection"]
+        if diversify:
+            first = {}
+            for i in range(n):
+                first.setdefault(self.items[i].chunk.path, i)
+            order.sort(key=lambda i: first[self.items[i].chunk.path] == i)  # stable: rank order within each group
         order += [i for i in reversed(range(n)) if self.items[i].origin == "selection"]
         for i in order:
             if len(self.kept) == 1 or sum(self.capped[j] for j in self.kept) <= self.budget:

@@ -90,6 +90,17 @@ def test_drops_lowest_ranked_first() -> None:
     assert p.tokens <= p.budget
 
 
+def test_diversified_packing_keeps_each_documents_best_chunk_before_a_second_chunk_of_one() -> None:
+    # five chunks of one page ahead of the one chunk of the page that answers (issue 38: 11 of 21
+    # chunks from one page); the budget holds three: the other page's chunk stays, the first page's
+    # lowest-ranked chunks go; without diversify it was the answering page that went
+    items = [ev(i, words(60, f"t{i}_"), path="docs/one.md") for i in range(1, 6)] + [ev(6, words(60, "x"), path="docs/two.md")]
+    each = block_tokens(items[0])
+    p = pack_evidence(items, budget_tokens=3 * each + 5)
+    assert p.numbers == (1, 2, 6) and p.dropped == (3, 4, 5)
+    assert pack_evidence(items, budget_tokens=3 * each + 5, diversify=False).numbers == (1, 2, 3)
+
+
 def test_drops_then_truncates_an_overlong_chunk() -> None:
     long_top = ev(1, words(900, "long"))  # far over max_chunk_tokens
     rest = [ev(i, words(60, f"t{i}_")) for i in range(2, 6)]
