@@ -194,11 +194,11 @@ def render_answer(answer, *, include_text: bool = True) -> str:
     if answer.status != "abstained" and m.get("support") and bar:
         out.append(f"answered: {describe(m['support'], float(bar['value']))}; bar {bar['source']}")
     lat = m.get("latency_ms", {})
-    conf = answer.confidence
+    conf = answer.confidence  # shown once it is calibrated (decides); until then only --json carries it
     out.append(
         f"status {answer.status} · {m.get('generator')} · {m.get('context')} · collection {term_safe(m.get('collection'))} "
         f"v{m.get('corpus_version')} · {m.get('chunks_used')} of {m.get('chunks_retrieved')} chunks used · "
-        f"{lat.get('total', 0):.0f} ms" + (f" · confidence {conf.level} ({conf.value:.2f})" if conf else "")
+        f"{lat.get('total', 0):.0f} ms" + (f" · confidence {conf.level} ({conf.value:.2f})" if conf and conf.decides else "")
     )
     return term_safe("\n".join(out), keep="\n\t")
 

@@ -132,6 +132,8 @@ def test_the_confidence_badge_sits_beside_the_status():
     unsure = dict(badges(Run(answer=base | {"confidence": {"value": 0.31, "level": "low"}}, outcome="partial")))
     assert unsure["confidence low (0.31)"] == "warn"
     assert not any(k.startswith("confidence") for k in dict(badges(Run(answer=base, outcome="ok"))))
+    hint = base | {"confidence": {"value": 0.48, "level": "low", "decides": False}}  # not calibrated yet: not shown
+    assert not any(k.startswith("confidence") for k in dict(badges(Run(answer=hint, outcome="ok"))))
 
 
 def test_exports_markdown_html_json():

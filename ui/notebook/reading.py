@@ -43,8 +43,10 @@ def badges(run: Run) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     sev = {"ok": "ok", "abstained": "info", "partial": "warn", "cancelled": "warn", "error": "error"}
     out.append((run.outcome, sev.get(run.outcome, "info")))
-    conf = ans.get("confidence") or None  # the extractive reader's calibrated confidence, beside the status
-    if conf and run.outcome not in ("abstained", "error"):
+    # the extractive reader's confidence, beside the status once its calibration met its target (``decides``):
+    # an uncalibrated level called right answers "low" (bench/results/reader.md), so until then it is not shown
+    conf = ans.get("confidence") or None
+    if conf and conf.get("decides", True) and run.outcome not in ("abstained", "error"):
         level = str(conf.get("level"))
         out.append((f"confidence {level} ({float(conf.get('value') or 0):.2f})",
                     {"high": "ok", "medium": "info"}.get(level, "warn")))
