@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from ragcore.citations.forge import answer_source, with_permalinks
 from ragcore.abstain.answerability import Support, selection_decides
 from ragcore.settings.config import RagcoreSettings
 from ragcore.safety.guardrails import Route
@@ -168,6 +169,7 @@ def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, 
         **req.base_meta(),
         "corpus_version": retrieved.info.corpus_version if retrieved.info else None,
         "built_at": retrieved.info.built_at if retrieved.info else None,
+        "source": answer_source(retrieved.info.source if retrieved.info else None),  # which commit answered
         "standalone_question": retrieved.standalone if retrieved.standalone != req.question else None,
         "chunks_retrieved": len(retrieved.candidates), "chunks_used": len(retrieved.evidence),
         "best_support": round(assessment.support.score, 4), "support": assessment.support.as_dict(),
@@ -184,7 +186,8 @@ def build_answer(req: AskRequest, retrieved: Retrieved, assessment: Assessment, 
                                            [(c.start_line, c.end_line) for c in checked.citations if c.origin == "selection"],
                                            assessment.support.selection_fit)
     return Answer(
-        question=req.question, answer=checked.text, status=checked.status, citations=checked.citations,
+        question=req.question, answer=checked.text, status=checked.status,
+        citations=with_permalinks(checked.citations, retrieved.info.source if retrieved.info else {}),
         evidence=retrieved.evidence, candidates=retrieved.candidates, validation=checked.validation,
         metadata=meta, error_message=checked.error_message,
     )

@@ -293,6 +293,7 @@ class Store:
             root=meta.get("root"),
             embedding_model=meta.get("embedding_model"),
             settings=meta.get("settings", {}),
+            source=meta.get("source") or {},
         )
 
     # ------------------------------------------------------------------ heading vectors (headings.py)
