@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import PurePath
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
@@ -97,5 +98,6 @@ def answer_source(source: Mapping[str, Any] | None) -> dict[str, Any]:
     """What every answer's metadata carries as ``source``: {mode: ref | commit | path, ref, commit,
     dirty} (and the repository and remote where known) from the collection's source record."""
     s = dict(source or {})
+    repo = PurePath(str(s["repository"])).name if s.get("repository") else None  # its name: no server path goes out
     return {"mode": s.get("mode") or "path", "ref": s.get("ref"), "commit": s.get("commit"), "dirty": s.get("dirty"),
-            "repository": s.get("repository"), "remote": s.get("remote")}
+            "repository": repo, "remote": s.get("remote")}

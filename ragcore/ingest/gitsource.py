@@ -11,6 +11,7 @@ the same ref reads only the files ``git diff -M`` names between the recorded com
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -73,18 +74,29 @@ class TreeFiles:
     other_types: int = 0
 
 
-def repo_id(repo: Repo) -> str:
-    """A stable name for the repository on this machine: the folder its objects live in."""
-    return hashlib.sha256(str(repo.common_dir).encode()).hexdigest()[:16]
+def public_remote(url: str | None) -> str | None:
+    """The remote's URL without credentials; a path on this machine (a clone of a local folder) is
+    no remote a reader can open, and would show a server path: None."""
+    if not url or url.startswith("file:") or ("://" not in url and not re.match(r"^[\w.-]+@[\w.-]+:", url)):
+        return None
+    return redact_url(url)
+
+
+def repo_id(repo: Repo, remote: str | None = None) -> str:
+    """A stable name for the repository: its remote's URL (so a bare clone and a work tree of one
+    project share their cache and list as one project), else the folder its objects live in."""
+    key = (remote or "").strip().rstrip("/").removesuffix(".git") or str(repo.common_dir)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def ref_record(repo: Repo, ref: str) -> SourceRecord:
     """The record of ``ref`` now: the commit it names, its time, the repository and its remote."""
     commit = gitrepo.resolve(repo, ref)
     commit_mode = gitrepo.is_commit_id(ref, commit)
+    remote = public_remote(gitrepo.remote_url(repo))
     return SourceRecord(
-        mode="commit" if commit_mode else "ref", repository=str(repo.location), repo_id=repo_id(repo),
-        remote=redact_url(gitrepo.remote_url(repo)), ref=ref,
+        mode="commit" if commit_mode else "ref", repository=str(repo.location), repo_id=repo_id(repo, remote),
+        remote=remote, ref=ref,
         ref_name=None if commit_mode else gitrepo.full_ref_name(repo, ref), commit=commit,
         commit_time=gitrepo.commit_time(repo, commit), dirty=False,
     )
@@ -101,8 +113,9 @@ def folder_record(folder: Path) -> SourceRecord:
     if repo.top is None or commit is None:
         return SourceRecord(mode="path")
     sub = folder.resolve().relative_to(repo.top).as_posix() if folder.resolve() != repo.top else ""
+    remote = public_remote(gitrepo.remote_url(repo))
     return SourceRecord(
-        mode="path", repository=str(repo.top), repo_id=repo_id(repo), remote=redact_url(gitrepo.remote_url(repo)),
+        mode="path", repository=str(repo.top), repo_id=repo_id(repo, remote), remote=remote,
         ref=branch, ref_name=f"refs/heads/{branch}" if branch else None, commit=commit,
         commit_time=gitrepo.commit_time(repo, commit), dirty=gitrepo.is_dirty(repo, folder), subdir=sub,
     )
