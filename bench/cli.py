@@ -567,6 +567,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.browser import add_browser_parser
 
     add_browser_parser(bsub)  # `bench browser` (Enter → answer in headless chromium)
+    from bench.gitbench import add_git_parser
+
+    add_git_parser(bsub)  # `bench git` (collections from git refs: incremental re-ingest, shared vector cache)
 
 
 def _cmd_dims(args: argparse.Namespace) -> int:

@@ -120,16 +120,37 @@ def _public(source: Any) -> dict[str, Any]:
 
 
 def projects(engine: Engine) -> list[dict[str, Any]]:
-    """Repositories → refs → collections, from the collections' source records."""
+    """Repositories → refs → collections, from the collections' source records (``id``: the
+    repository's id, which names its vector cache)."""
     repos: dict[str, dict[str, Any]] = {}
     for row in collection_sources(engine):
         src = row["source"]
         if not src.get("repo_id"):
             continue
-        repo = repos.setdefault(src["repo_id"], {"repository": src.get("repository"), "remote": src.get("remote"),
-                                                 "refs": {}})
+        repo = repos.setdefault(src["repo_id"], {"id": src["repo_id"], "repository": src.get("repository"),
+                                                 "remote": src.get("remote"), "refs": {}})
         ref = repo["refs"].setdefault(src.get("ref") or src.get("commit"), {"ref": src.get("ref"), "collections": []})
         ref["collections"].append({"name": row["name"], "mode": src.get("mode"), "commit": src.get("commit"),
                                    "commit_time": src.get("commit_time"), "dirty": src.get("dirty"),
                                    "staleness": row["staleness"]})
     return [{**r, "refs": list(r["refs"].values())} for r in repos.values()]
+
+
+def project_repository(engine: Engine, project: str, ref: str) -> tuple[str, str] | None:
+    """(the repository's folder, the collection a ref of it goes to by default) of a known project;
+    None when no collection was built from it. GitError when ``ref`` names nothing in it."""
+    for p in projects(engine):
+        if p["id"] != project or not p.get("repository"):
+            continue
+        gitrepo.resolve(gitrepo.open_repo(p["repository"]), ref)  # a clear message now, not a failed job later
+        same = [c["name"] for r in p["refs"] if r["ref"] == ref for c in r["collections"] if c["mode"] != "path"]
+        return p["repository"], same[0] if same else default_collection_name(p["repository"], ref)
+    return None
+
+
+def default_collection_name(repository: str, ref: str) -> str:
+    """``<repository>-<ref>`` with what a collection name may not hold replaced by ``-``."""
+    import re
+
+    raw = f"{Path(repository).name.removesuffix('.git')}-{ref}"
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")[:60] or "repository"

@@ -11,7 +11,7 @@ import pytest
 
 from ragcore.cli.main import main
 from ragcore.engine.gitingest import collection_sources, projects
-from tests.support.gitrepos import commit_all, docs_repo, git, lines_at, write
+from tests.support.gitrepos import docs_repo, git, lines_at, write
 
 QUESTION = "When are the harbour lights switched on?"
 
