@@ -105,12 +105,13 @@ def record_folder_source(engine: Engine, name: str, root: Path) -> dict[str, Any
 # ------------------------------------------------------------------ listing
 
 
-def collection_sources(engine: Engine) -> list[dict[str, Any]]:
-    """Each collection with its source record and staleness (None: not built from git)."""
+def collection_sources(engine: Engine, *, check: bool = True) -> list[dict[str, Any]]:
+    """Each collection with its source record and staleness (None: not built from git, or not
+    ``check``ed: a few git commands per collection)."""
     out = []
     for info in engine.collections():
         record = SourceRecord.from_meta(info.source)
-        stale = staleness(record)
+        stale = staleness(record) if check else None
         out.append({"name": info.name, "source": _public(info.source), "staleness": stale.as_dict() if stale else None})
     return out
 
@@ -119,11 +120,11 @@ def _public(source: Any) -> dict[str, Any]:
     return {k: v for k, v in dict(source or {}).items() if k != "fingerprint"}
 
 
-def projects(engine: Engine) -> list[dict[str, Any]]:
+def projects(engine: Engine, *, check: bool = True) -> list[dict[str, Any]]:
     """Repositories → refs → collections, from the collections' source records (``id``: the
-    repository's id, which names its vector cache)."""
+    repository's id, which names its vector cache; ``check``: with each collection's staleness)."""
     repos: dict[str, dict[str, Any]] = {}
-    for row in collection_sources(engine):
+    for row in collection_sources(engine, check=check):
         src = row["source"]
         if not src.get("repo_id"):
             continue
@@ -139,7 +140,7 @@ def projects(engine: Engine) -> list[dict[str, Any]]:
 def project_repository(engine: Engine, project: str, ref: str) -> tuple[str, str] | None:
     """(the repository's folder, the collection a ref of it goes to by default) of a known project;
     None when no collection was built from it. GitError when ``ref`` names nothing in it."""
-    for p in projects(engine):
+    for p in projects(engine, check=False):
         if p["id"] != project or not p.get("repository"):
             continue
         gitrepo.resolve(gitrepo.open_repo(p["repository"]), ref)  # a clear message now, not a failed job later

@@ -180,6 +180,18 @@ def blob_problem(path: str, data: bytes) -> str | None:
     return None
 
 
+def file_at_commit(source: Mapping[str, Any], path: str) -> bytes | None:
+    """A document of a collection built from a ref, as of the recorded commit (the source viewer
+    shows that, not the work tree); None for a folder's collection or when git cannot read it."""
+    rec = SourceRecord.from_meta(source)
+    if rec.mode == "path" or not rec.repository or not rec.commit:
+        return None
+    try:
+        return gitrepo.read_file(gitrepo.open_repo(rec.repository), rec.commit, path)
+    except GitError:
+        return None
+
+
 # ------------------------------------------------------------------ what changed
 
 
