@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ragcore.citations.forge import with_permalinks
 from ragcore.cli.main import main
 from ragcore.engine.gitingest import collection_sources, projects
 from tests.support.gitrepos import docs_repo, git, lines_at, write
@@ -55,6 +56,21 @@ def _check_permalinks(answer, repo_path: Path, commit: str) -> None:
         assert (sha, path, start, end) == (commit, c.path, c.start_line, c.end_line)
         chunk = next(e.chunk for e in answer.evidence if e.n == c.n)
         assert lines_at(repo_path, sha, path, start, end) in chunk.text
+        source = {**answer.metadata["source"], "subdir": ""}
+        for remote, form in FORGES:  # the same citation as each forge would link it
+            link = with_permalinks([c], {**source, "remote": remote})[0].permalink
+            m = re.fullmatch(form, link)
+            assert m, link
+            got = (m.group(1), m.group(2), int(m.group(3)), int(m.group(4) or m.group(3)))
+            assert got == (commit, c.path, c.start_line, c.end_line)
+            assert lines_at(repo_path, got[0], got[1], got[2], got[3]) in chunk.text
+
+
+FORGES = (
+    ("git@gitlab.com:acme/harbour-docs.git", r"https://gitlab\.com/acme/harbour-docs/-/blob/(\w{40})/(.+)#L(\d+)(?:-(\d+))?"),
+    ("https://codeberg.org/acme/harbour-docs.git", r"https://codeberg\.org/acme/harbour-docs/src/commit/(\w{40})/(.+)#L(\d+)(?:-L(\d+))?"),
+    ("https://bitbucket.org/acme/harbour-docs.git", r"https://bitbucket\.org/acme/harbour-docs/src/(\w{40})/(.+)#lines-(\d+)(?::(\d+))?"),
+)
 
 
 def test_a_moved_ref_is_stale_and_a_re_ingest_reads_only_what_changed(engine, repo, tmp_path: Path) -> None:
