@@ -192,7 +192,7 @@ def _payload(source: Path, files: list[str], speed: dict[str, float], full, agai
     f, a, o = _row(full), _row(again), _row(other)
     wall_ratio = a["wall_s"] / f["wall_s"]
     embed_ratio = o["chunks_embedded"] / max(1, f["chunks_embedded"])
-    return {"format": 1, "when": utc_now(), "machine": machine(), "source": source.name, "files": len(files),
+    return {"format": 1, "when": utc_now(), "machine": machine(), "source": "/".join(source.parts[-2:]), "files": len(files),
             "read_speed_s": speed, "full": f, "reingest_1pct": {**a, "files_changed": changed},
             "second_branch_5pct": {**o, "files_changed": branched},
             "reingest_wall_ratio": round(wall_ratio, 4), "second_branch_embed_ratio": round(embed_ratio, 4),
@@ -204,7 +204,8 @@ def summary(p: dict[str, Any]) -> str:
     speed = "\n".join(f"| {k} | {v * 1000:.0f} ms |" for k, v in p["read_speed_s"].items())
     return f"""# bench git ({p['when']})
 
-A repository built from the source tree of `{p['source']}` ({p['files']:,} files, committed in 4 commits, packed),
+A repository built from the source tree of the installed package folder `{p['source']}` ({p['files']:,} files,
+committed in 4 commits, packed),
 ingested with `Engine.ingest_ref` (the label-free calibration included, as `ragcore ingest --ref` runs it);
 load average at the end {p['machine'].get('load_avg')} on {p['machine'].get('cpus')} CPUs.
 

@@ -34,6 +34,7 @@ class RefIngest:
     files: TreeFiles
     plan: ChangePlan | None  # None: a full ingest (new collection, other repository, settings changed)
     fingerprint: str
+    previous: dict[str, Any] | None = None  # the collection's source record before this ingest
 
 
 def ingest_ref(
@@ -57,16 +58,17 @@ def ingest_ref(
     remove = work.plan.remove | _gone(work) if work.plan else frozenset()
     try:
         with engine.store.session():
+            if work.previous:  # until this ingest ends, the stored files are no commit's: the next one reads all
+                engine.store.write_meta(name, {"source": {**work.previous, "pending": work.record.commit}})
             report = ingest(work.files.sources, root=str(repo.location), collection=name, store=engine.store,
                             encoder=encoder, settings=s, prune=work.plan is None, remove=remove, cache=cache,
                             progress=progress, chunk_progress=chunk_progress)
-            source = {**work.record.as_meta(), "fingerprint": work.fingerprint}
-            engine.store.write_meta(name, {"source": source})
+            engine.store.write_meta(name, {"source": {**work.record.as_meta(), "fingerprint": work.fingerprint}})
             engine._after_write(name, s, calibrate)
     finally:
         cache.close()
     skipped = tuple(FileOutcome(k.path, "skipped", reason=k.reason) for k in work.files.skipped)
-    return replace(report, skipped=skipped, source=source, incremental=work.plan is not None)
+    return replace(report, skipped=skipped, source=work.record.as_meta(), incremental=work.plan is not None)
 
 
 def plan_ref_ingest(engine: Engine, repo: gitrepo.Repo, ref: str, name: str, s: RagcoreSettings, key: str, *,
@@ -77,14 +79,15 @@ def plan_ref_ingest(engine: Engine, repo: gitrepo.Repo, ref: str, name: str, s: 
     fingerprint = index_fingerprint(s, key)
     meta = engine.store.read_meta(name) if engine.store.exists(name) else {}
     old = SourceRecord.from_meta(meta.get("source"))
+    previous = dict(meta.get("source") or {})
     same = (old.repo_id == record.repo_id and old.mode in ("ref", "commit") and old.commit
-            and (meta.get("source") or {}).get("fingerprint") == fingerprint)
+            and previous.get("fingerprint") == fingerprint and not previous.get("pending"))
     plan = None
     if same and not full and gitrepo.has_commit(repo, str(old.commit)):
         plan = change_plan(repo, str(old.commit), str(record.commit))
     files = tree_files(repo, str(record.commit), max_bytes=s.max_file_bytes,
                        only=set(plan.read) if plan is not None else None)
-    return RefIngest(record, files, plan, fingerprint)
+    return RefIngest(record, files, plan, fingerprint, previous or None)
 
 
 def _gone(work: RefIngest) -> frozenset[str]:

@@ -129,3 +129,20 @@ def test_cli_ingest_ref_and_collections_json(repo, tmp_path: Path, capsys) -> No
     assert "fingerprint" not in row["source"]
     assert main(["--data-dir", data, "ingest", str(repo.bare), "--ref", "nope", "-c", "x", "--quiet"]) == 2
     assert "no branch, tag or commit named 'nope'" in capsys.readouterr().err
+
+
+def test_an_interrupted_ingest_makes_the_next_one_read_every_file(engine, repo, tmp_path: Path) -> None:
+    from ragcore.engine.collections_admin import Cancelled
+
+    engine.ingest_ref(repo.work, "v1.0", "cut", calibrate=False)
+
+    def stop(done: int, total: int, current: str) -> None:
+        raise Cancelled()
+
+    with pytest.raises(Cancelled):
+        engine.ingest_ref(repo.work, "main", "cut", calibrate=False, progress=stop)
+    assert engine.store.read_meta("cut")["source"]["pending"] == repo.second
+    again = engine.ingest_ref(repo.work, "main", "cut", calibrate=False)
+    assert not again.incremental  # every file read (the cache keeps the model's work small)
+    assert sorted(p for p, _ in engine.documents("cut")) == ["docs/guide.md", "docs/setup.md"]
+    assert "pending" not in engine.store.read_meta("cut")["source"]
