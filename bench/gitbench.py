@@ -85,7 +85,7 @@ def change_files(work: Path, files: list[str], share: float, tag: str, *, rename
         p.write_text(p.read_text() + f"\n# {tag}: changed for the benchmark ({f})\n")
     if rename_delete:
         _git(work, "mv", chosen[0], chosen[0].replace(".py", "_renamed.py"))
-        _git(work, "rm", "-q", chosen[1])
+        _git(work, "rm", "-q", "-f", chosen[1])
     _git(work, "add", "-A")
     _git(work, "commit", "-q", "-m", f"{tag}: {len(chosen)} files")
     return len(chosen)
