@@ -583,6 +583,9 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     from bench.reader_train import add_reader_parser
 
     add_reader_parser(bsub)  # `bench reader` (the extractive reader retrained, leave one corpus out)
+    from bench.gitbench import add_git_parser
+
+    add_git_parser(bsub)  # `bench git` (collections from git refs: incremental re-ingest, shared vector cache)
 
 
 def _cmd_dims(args: argparse.Namespace) -> int:

@@ -122,7 +122,8 @@ with tab_view:
                 # header: path, kind, where the lines came from, the cited lines' section
                 st.markdown(f"#### :material/description: {md_inline(path)}")
                 meta = [view.kind, f"{len(view.chunks)} chunks", f"lines {first}–{last}" + (f" of page {page}" if page else "")]
-                meta.append("from the file on disk" if view.origin == "disk" else "rebuilt from stored chunks")
+                meta.append({"disk": "from the file on disk", "git": "read from git at the recorded commit"}.get(
+                    view.origin, "rebuilt from stored chunks"))
                 st.caption(" · ".join(md_inline(x) for x in meta))
                 if view.note:
                     st.caption(f":material/info: {md_inline(view.note)}")

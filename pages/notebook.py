@@ -12,7 +12,7 @@ shell.ensure_frame()
 import streamlit as st
 
 from ragcore.engine.selection import selection_problem
-from ui import firststart, share, state, streaming
+from ui import firststart, gitpanel, share, state, streaming
 from ui.notebook.model import recent_turns
 from ui.notebook import Cell, export_filename, export_html, export_json, export_markdown
 from ui.cells import MAX_QUESTION_CHARS, SHOWN_CELLS, earlier_cells_control, first_shown, render_cell
@@ -56,6 +56,14 @@ stale_notice = (f"Answered from '{collection}' while its folder has changes ({st
 
 def _rerun(cell_id: str) -> None:
     ss["nb_pending"] = {"kind": "rerun", "id": cell_id}
+
+
+def _rerun_on(cell_id: str, other: str) -> None:
+    """Re-run on another ref's collection of the same repository: the diff shows what the ref changes."""
+    ss["nb_pending"] = {"kind": "rerun", "id": cell_id, "on": other}
+
+
+other_refs = gitpanel.sibling_refs(rt, collection)  # the same repository's other refs (collections)
 
 
 def _delete(cell_id: str) -> None:
@@ -109,6 +117,7 @@ def _from_current(cell: Cell) -> bool:
 def _renderer(index: int, *, show_diff: bool = False):
     def draw(cell: Cell) -> None:
         render_cell(cell, index, collection, show_diff=show_diff, on_rerun=_rerun, on_delete=_delete, on_lab=_lab,
+                    other_refs=other_refs, on_rerun_on=_rerun_on,
                     notice=stale_notice if cell.current is not None and _from_current(cell) else None,
                     selected=ss.get("nb_selected_cell") == cell.id)
     return draw
@@ -118,7 +127,8 @@ def _draw_cells(cells: list[Cell], first_index: int, pending: dict | None) -> No
     for i, cell in enumerate(cells, first_index):
         if pending and pending["kind"] == "rerun" and pending["id"] == cell.id:
             try:
-                streaming.stream_cell(rt, cell, collection, title=f"{i}.", render_final=_renderer(i, show_diff=True))
+                streaming.stream_cell(rt, cell, collection, title=f"{i}.", render_final=_renderer(i, show_diff=True),
+                                      ask_on=pending.get("on"))
             except Exception as exc:  # noqa: BLE001
                 state.show_error(exc, "Re-running the cell")
             continue

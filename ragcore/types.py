@@ -122,7 +122,7 @@ class Chunk:
 @dataclass(frozen=True)
 class FileOutcome:
     path: str
-    status: Literal["added", "updated", "unchanged", "removed", "failed"]
+    status: Literal["added", "updated", "unchanged", "removed", "failed", "skipped"]  # skipped: not read (git: submodule, LFS, binary)
     chunks: int = 0
     reason: str | None = None
     ocr_pages: int = 0  # PDF pages whose text was read by OCR (scans)
@@ -138,6 +138,9 @@ class IngestReport:
     seconds: float
     chunks_written: int
     chunks_embedded: int = 0  # written chunks whose vectors had to be computed (others reused)
+    skipped: tuple[FileOutcome, ...] = ()  # files of a git tree not read, each with its reason (gitsource.py)
+    source: Mapping[str, Any] = field(default_factory=dict)  # where the files came from (SourceRecord.as_meta)
+    incremental: bool = False  # a git re-ingest that read only the files changed since the recorded commit
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -168,6 +171,7 @@ class CollectionInfo:
     incomplete: bool = False  # an ingest did not finish (cancelled or killed): answers say so
     snapshot: str | None = None  # its query snapshot: ok | missing | stale | damaged (None: none kept, a server)
     problem: str | None = None  # what cannot be read of it (damaged files, a busy store) and what to run
+    source: Mapping[str, Any] = field(default_factory=dict)  # the git source record (ingest/gitsource.py), if any
 
 
 # --------------------------------------------------------------------------- retrieval
@@ -280,6 +284,7 @@ class Citation:
     origin: Origin = "corpus"
     page_label: str | None = None  # PDF: the printed page label beside the physical ``page``
     answers: float | None = None  # 0..1, how well the citing sentences answer the question (abstain/answer_fit.py)
+    permalink: str | None = None  # the cited lines on the forge at the collection's commit (citations/forge.py)
 
 
 @dataclass(frozen=True)

@@ -336,7 +336,10 @@ def render_cell(
     cell: Cell, index: int, collection: str, *, show_diff: bool = False,
     on_rerun: Callable[[str], None], on_delete: Callable[[str], None], on_lab: Callable[[str], None] | None = None,
     notice: str | None = None, selected: bool = False,
+    other_refs: Sequence[tuple[str, str]] = (), on_rerun_on: Callable[[str, str], None] | None = None,
 ) -> None:
+    """``other_refs``: (label, collection) of the same repository's other refs, offered as "Re-run on"
+    (the run is compared with this one like any re-run)."""
     run = cell.current
     if run is None:
         return
@@ -349,6 +352,11 @@ def render_cell(
         with head[1], st.container(horizontal=True, horizontal_alignment="right", gap="small"):
             st.button("Re-run", key=f"rerun_{cell.id}", icon=":material/replay:", help="Re-run with the current settings",
                       on_click=on_rerun, args=(cell.id,), type="tertiary")
+            if other_refs and on_rerun_on is not None and cell.context_mode != "selection":
+                with st.popover("On ref…", icon=":material/call_split:", help="Re-run on another ref of this repository"):
+                    for label, other in other_refs:
+                        st.button(label, key=f"rerun_on_{cell.id}_{other}", on_click=on_rerun_on, args=(cell.id, other),
+                                  type="tertiary")
             if on_lab is not None:
                 st.button("Lab", key=f"lab_{cell.id}", icon=":material/science:", help="Open this question in the Retrieval lab",
                           on_click=on_lab, args=(cell.id,), type="tertiary")

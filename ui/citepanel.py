@@ -105,6 +105,9 @@ def panel_html(
         if c.get("path") and c.get("path") != PASTED:
             url = viewer_url(str(c["path"]), int(c.get("start_line") or 1), int(c.get("end_line") or 1), c.get("page"), collection)
             link = f'<a class="rc-open" href="{e(url, quote=True)}" target="_self">↗ Open in the source viewer</a>'
+            if str(c.get("permalink") or "").startswith("https://"):  # the lines on the forge, at the commit that answered
+                link += (f' <a class="rc-open" href="{e(str(c["permalink"]), quote=True)}" target="_blank" '
+                         'rel="noopener noreferrer">↗ On the forge at this commit</a>')
         parts.append(f'<div class="rc-cite{" first" if i == 0 else ""}" id="{anchor(cell_id, n)}">{block}{link}</div>')
     parts.append("</div>")
     return "".join(parts)

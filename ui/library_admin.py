@@ -17,7 +17,7 @@ from ragcore.ingest.read.loaders import SUPPORTED_SUFFIXES
 from ragcore.storage.names import collection_name_problem
 from ragcore.types import CollectionInfo
 
-from . import state
+from . import gitpanel, state
 from .jobs import IngestJob
 from .render import md_code, md_escape, md_inline
 
@@ -57,7 +57,8 @@ def _state_label(rt: state.Runtime, c: CollectionInfo) -> str:
     if st_ is None:
         return "–"
     if not st_.checked:
-        return ("incomplete · " if st_.incomplete else "") + "not checked (no folder)"
+        why = "see git source" if "git ref" in st_.reason else "not checked (no folder)"
+        return ("incomplete · " if st_.incomplete else "") + why
     return ("out of date: " + st_.summary()) if st_.stale else "up to date"
 
 
@@ -77,12 +78,13 @@ def collections_tab(rt: state.Runtime) -> None:
         st.info("No collections yet: ingest a folder or files in the Ingest tab.")
         return
     base = state.base_settings()
+    git = gitpanel.sources(rt)  # each collection's git source and whether its ref moved
     rows = []
     for c in cols:
         bar, source = rt.engine.abstain_bar(base, c.name)
         rows.append({"collection": c.name, "documents": c.documents, "chunks": c.chunks, "version": c.corpus_version or "–",
                      "abstain bar": f"{bar:.3f} ({source.split(' (')[0]})", "built": _built(c), "state": _state_label(rt, c),
-                     "embedding model": _model_label(rt, c.name),
+                     "embedding model": _model_label(rt, c.name), "git source": gitpanel.source_text(git.get(c.name)),
                      "folder": c.root or "–"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="col_table",
                  # short columns small, so that the state (the longest) is in view at 1400 px and wraps on hover
@@ -127,6 +129,8 @@ def _model_label(rt: state.Runtime, name: str) -> str:
 
 
 def _changes_and_reingest(rt: state.Runtime, info: CollectionInfo, busy: bool) -> None:
+    if info.source.get("mode") in ("ref", "commit"):  # a git ref's collection: re-ingest the ref (gitpanel.py)
+        return gitpanel.ref_reingest(rt, info, busy)
     name = info.name
     st.markdown("**Changes on disk and re-ingest**")
     stale = rt.staleness(name)
@@ -257,6 +261,7 @@ def show_report(job: IngestJob) -> None:
     if r.failed:
         st.markdown("**Skipped files**")
         st.dataframe(pd.DataFrame([{"file": o.path, "reason": o.reason} for o in r.failed]), hide_index=True, width="stretch")
+    gitpanel.show_source(r)
     with st.expander("Every file"):
         st.dataframe(pd.DataFrame([{"file": o.path, "status": o.status, "chunks": o.chunks, "reason": o.reason or ""}
                                    for o in r.outcomes]), hide_index=True, width="stretch")
@@ -310,7 +315,9 @@ def ingest_tab(rt: state.Runtime) -> None:
         files = st.file_uploader("Files", accept_multiple_files=True, key="ing_files",
                                  type=sorted(x.lstrip(".") for x in SUPPORTED_SUFFIXES), label_visibility="collapsed",
                                  help=f"Up to {s.max_file_bytes / 1e6:.0f} MB per file.")
-    target = _target(names, folder, files)
+    with st.container(border=True):
+        git_repo, git_ref = gitpanel.ref_inputs()
+    target = _target(names, folder or (f"{git_repo}-{git_ref}" if git_repo and git_ref else ""), files)
     # a new collection takes the model chosen here; an existing one keeps its own (embed_model None)
     model = _embed_model_choice(s) if target and target not in names else None
     if target and target not in names and model is None:
@@ -318,9 +325,13 @@ def ingest_tab(rt: state.Runtime) -> None:
     s = s.with_(embed_model=model)
     rebuild = st.checkbox("Rebuild from scratch (delete the collection, then ingest the folder)", key="ing_rebuild",
                           disabled=target not in names)
-    b1, b2, _ = st.columns([0.25, 0.3, 0.45])
+    b1, b2, b3, _ = st.columns([0.22, 0.28, 0.22, 0.28])
     go_folder = b1.button("Ingest folder", type="primary", key="ing_go_folder", disabled=busy or not target or not (folder or "").strip())
     go_upload = b2.button("Ingest uploaded files", type="primary", key="ing_go_upload", disabled=busy or not target or not files)
+    go_ref = b3.button("Ingest ref", type="primary", key="ing_go_ref", disabled=busy or not target or not (git_repo and git_ref))
+    if go_ref and (jid := gitpanel.start_ref_ingest(rt, git_repo, git_ref, target, s.with_(collection=target), rebuild=rebuild)):
+        ss["ing_mine"] = jid
+        st.rerun()
     if go_folder:
         p = Path((folder or "").strip()).expanduser()
         if not p.exists():

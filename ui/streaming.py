@@ -212,15 +212,16 @@ def _save(rt: state.Runtime, cell: Cell, collection: str, saved: threading.Event
 
 def stream_cell(
     rt: state.Runtime, cell: Cell, collection: str, *, title: str, render_final: Callable[[Cell], None] | None = None,
-    history: Sequence[tuple[str, str]] = (),
+    history: Sequence[tuple[str, str]] = (), ask_on: str | None = None,
 ) -> bool:
-    """Run ``cell``'s question now, rendering into the page, and save the run.
+    """Run ``cell``'s question now, rendering into the page, and save the run (in ``collection``'s
+    notebook; ``ask_on``: answered from that collection instead, e.g. another git ref's).
 
     When it finished or the analyst pressed Stop, ``render_final(cell)`` draws the cell in the
     same place (no rerun needed). Returns True when the answer finished, False when it was cut off.
     """
-    s = state.settings().with_(collection=collection)
-    recorder = _recorder(rt, cell, collection, s)
+    s = state.settings().with_(collection=ask_on or collection)
+    recorder = _recorder(rt, cell, ask_on or collection, s)
     cancel = threading.Event()
     finished = stopped = False
     failure: BaseException | None = None
@@ -233,7 +234,7 @@ def stream_cell(
     try:
         view = _streaming_view(cell, title)
         gen = rt.engine.stream(
-            cell.question, collection=collection, settings=s, context=cell.context_mode,  # type: ignore[arg-type]
+            cell.question, collection=ask_on or collection, settings=s, context=cell.context_mode,  # type: ignore[arg-type]
             selection=selection_input(cell), cancel=cancel, history=tuple(history),
         )
         stopped = not _draw_events(Pump(gen, cancel), recorder, view, collection)

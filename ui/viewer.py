@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
+from ragcore.ingest.gitsource import file_at_commit
 from ragcore.ingest.read.loaders import LoadError, load_bytes, read_bytes
 from ragcore.engine.engine import Engine
 from ragcore.engine.selection import document_selection
@@ -33,7 +34,7 @@ class SourceView:
     path: str
     kind: str
     rows: list[Row]
-    origin: str  # "disk" | "chunks"
+    origin: str  # "disk" | "git" (a ref's collection: the file at its commit) | "chunks"
     chunks: list[Chunk] = field(default_factory=list)
     note: str | None = None
 
@@ -76,6 +77,12 @@ def load_source(engine: Engine, info: CollectionInfo, path: str) -> SourceView |
     kind = chunks[0].kind
     note = None
     root = info.root
+    if info.source.get("mode") in ("ref", "commit"):  # a git ref's collection: the file as of its commit
+        view = _from_git(info, path, chunks)
+        if view is not None:
+            return view
+        note = "The file could not be read from the repository at the collection's commit: showing the ingested text."
+        root = None
     if root and root != "(upload)":
         base = Path(root).resolve()
         f = (base / path).resolve()
@@ -104,6 +111,21 @@ def load_source(engine: Engine, info: CollectionInfo, path: str) -> SourceView |
                 rows_by_key[(c.page, c.start_line)] = Row(c.start_line, c.end_line, c.text, c.page)
     rows = sorted(rows_by_key.values(), key=lambda r: (r.page or 0, r.no))
     return SourceView(path, kind, rows, "chunks", chunks, note or "Rebuilt from the stored chunks (the original file is not available).")
+
+
+def _from_git(info: CollectionInfo, path: str, chunks: list[Chunk]) -> SourceView | None:
+    data = file_at_commit(info.source, path)
+    if data is None or hashlib.sha256(data).hexdigest() != chunks[0].doc_hash:
+        return None
+    try:
+        doc = load_bytes(data, path)
+    except LoadError:
+        return None
+    rows = [Row(ln.no, ln.no, ln.text, ln.page) for ln in doc.lines]
+    commit = str(info.source.get("commit") or "")[:12]
+    ref = info.source.get("ref")
+    note = f"As of commit {commit}" + (f" ({ref})" if ref and ref != info.source.get("commit") else "") + ", read from git."
+    return SourceView(path, kind=chunks[0].kind, rows=rows, origin="git", chunks=chunks, note=note)
 
 
 VIEWER_CSS = """

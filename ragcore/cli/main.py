@@ -65,10 +65,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         bar.set_postfix_str(term_safe(path[-40:]), refresh=False)
         bar.refresh()
 
+    from ragcore.cli import gitcli
+    from ragcore.ingest.gitrepo import GitError
+
     try:
-        report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress,
-                               calibrate=not args.no_calibrate, rebuild=args.rebuild)
-    except (FileNotFoundError, EmbedError) as exc:
+        if args.ref:  # a git ref, read from git objects (cli/gitcli.py)
+            report = gitcli.ingest_ref(engine, args, s, progress)
+        else:
+            report = engine.ingest(args.paths, s.collection, prune=not args.no_prune, progress=progress,
+                                   calibrate=not args.no_calibrate, rebuild=args.rebuild)
+    except (FileNotFoundError, EmbedError, GitError) as exc:
         print(f"error: {term_safe(exc)}", file=sys.stderr)
         return 2
     finally:
@@ -89,6 +95,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(f"corpus version {report.corpus_version}, built {report.built_at}, embedding model "
           f"{term_safe(engine.embedder(report.collection).record().label)}")
     print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
+    gitcli.print_source(report)
     if report.ocr_pages:
         print(f"{report.ocr_pages} scanned PDF page(s) read by OCR")
     for o in report.failed:
@@ -228,11 +235,14 @@ def cmd_collections(args: argparse.Namespace) -> int:
     # a damaged collection is listed with its problem, the others as usual; a command waits out a writer
     infos = engine.collections(wait_s=None)
     bars = {i.name: engine.abstain_bar_info(i.name, s) for i in infos}
+    from ragcore.cli.gitcli import print_source_lines, source_rows
+
+    sources = source_rows(engine)  # the git source and staleness of each collection
     if args.json:
         from ragcore.types import to_jsonable
 
-        print(dump_json([{**to_jsonable(i), "state": collection_state(i), "abstain_bar": to_jsonable(bars[i.name])}
-                         for i in infos]))
+        print(dump_json([{**to_jsonable(i), "state": collection_state(i), "abstain_bar": to_jsonable(bars[i.name]),
+                          **{k: (sources.get(i.name) or {}).get(k) for k in ("source", "staleness")}} for i in infos]))
         return 0
     if not infos:
         where = redact_url(s.qdrant_url) or s.store_path
@@ -244,6 +254,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
               f"{term_safe(i.built_at or '-')}")
         print(f"{'':<20} embedding model {term_safe(_model_label(engine, i.name))}")
         print(f"{'':<20} abstain bar {term_safe(bars[i.name].summary())}")
+        print_source_lines(sources.get(i.name), f"{'':<20}")
         if i.snapshot not in (None, "ok"):
             print(f"{'':<20} query snapshot {SNAPSHOT_NOTES.get(i.snapshot, i.snapshot)}")
         state = collection_state(i)
@@ -329,6 +340,9 @@ def _add_ingest_parser(sub: argparse._SubParsersAction) -> None:
                      "another --embed-model)")
     ing.add_argument("--no-calibrate", action="store_true",
                      help="do not set the abstain bar from the corpus itself (label-free calibration, a few seconds)")
+    from ragcore.cli.gitcli import add_ref_arguments
+
+    add_ref_arguments(ing)
     ing.add_argument("--json", action="store_true", help="print the ingest report as JSON")
     ing.add_argument("--quiet", "-q", action="store_true")
     ing.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")

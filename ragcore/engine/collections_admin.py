@@ -146,6 +146,9 @@ def staleness(engine: Engine, collection: str, *, ignore: frozenset[str] = froze
     if not root or root == UPLOAD_ROOT:
         return Staleness(collection, root, False, incomplete=incomplete,
                          reason="built from uploaded files: there is no folder to compare with")
+    if (meta.get("source") or {}).get("mode") in ("ref", "commit"):  # the work tree is not what it holds
+        return Staleness(collection, root, False, incomplete=incomplete,
+                         reason="built from a git ref: its staleness is the ref's (git source)")
     if not Path(root).is_dir():
         return Staleness(collection, root, False, incomplete=incomplete,
                          reason=f"the folder {root} is gone: re-ingest it from where it is now")

@@ -29,6 +29,7 @@ from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.encoders.registry import EncoderPool, ingest_encoder, record_of
 from ragcore.engine.answerer import Answerer, Resources
 from ragcore.engine.generation import Generators
+from ragcore.engine.gitingest import ingest_ref, record_folder_source
 from ragcore.engine.stages import Question, ContextMode, SelectionInput, selection_evidence
 from ragcore.engine.view import CollectionView
 from ragcore.retrieval import HybridSearch, apply_cuts
@@ -128,7 +129,13 @@ class Engine:
         with self.store.session():
             report = ingest(files, root=str(root), collection=name, store=self.store, encoder=encoder,
                             settings=s, prune=prune, progress=progress, chunk_progress=chunk_progress)
-            return self._after_write(name, s, calibrate, report, progress, len(files))
+            source = record_folder_source(self, name, root)  # a folder in a work tree: its HEAD and dirty state
+            return replace(self._after_write(name, s, calibrate, report, progress, len(files)), source=source)
+
+    def ingest_ref(self, repository: str | Path, ref: str, collection: str | None = None, **kw: Any) -> IngestReport:
+        """Ingest the tree of a git ref (branch, tag, commit) from git objects; a re-ingest reads only
+        the files changed since the collection's commit (engine/gitingest.py has the keywords)."""
+        return ingest_ref(self, repository, ref, collection, **kw)
 
     def ingest_uploads(
         self, files: Sequence[tuple[str, bytes]], collection: str | None = None, *, progress: Progress | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping
 
+from ragcore.citations.forge import answer_source, with_permalinks
 from ragcore.abstain.answerability import Support
 from ragcore.abstain.signals import NOTHING_TO_QUOTE, Verdict, abstain_reason  # noqa: F401  (re-exported)
 from ragcore.settings.config import RagcoreSettings
@@ -181,6 +182,7 @@ def build_answer(req: Question, retrieved: Retrieved, assessment: Assessment, sy
         **req.base_meta(),
         "corpus_version": retrieved.info.corpus_version if retrieved.info else None,
         "built_at": retrieved.info.built_at if retrieved.info else None,
+        "source": answer_source(retrieved.info.source if retrieved.info else None),  # which commit answered
         "standalone_question": retrieved.standalone if retrieved.standalone != req.question else None,
         "chunks_retrieved": len(retrieved.candidates), "chunks_used": len(retrieved.evidence),
         "best_support": round(assessment.support.score, 4), "support": assessment.support.as_dict(),
@@ -202,7 +204,8 @@ def build_answer(req: Question, retrieved: Retrieved, assessment: Assessment, sy
                                            [(c.start_line, c.end_line) for c in checked.citations if c.origin == "selection"],
                                            assessment.support.selection_fit)
     return Answer(
-        question=req.question, answer=checked.text, status=status, citations=checked.citations,
+        question=req.question, answer=checked.text, status=status,
+        citations=with_permalinks(checked.citations, retrieved.info.source if retrieved.info else {}),
         evidence=retrieved.evidence, candidates=retrieved.candidates, validation=validation,
         metadata=meta, error_message=checked.error_message,
         confidence=synthesis.confidence if checked.status != "abstained" else None,

@@ -89,9 +89,10 @@ class BatchWriter:
         self, store: Store, encoder: CachingEncoder, collection: str, fingerprint: str, existing: set[str],
         batch: int, ahead: int, on_written: Callable[[int, str], None] | None = None,
         on_chunks: ChunkProgress | None = None, workers: int = 1, heading_store: HeadingStore | None = None,
-        write_ahead: int = 0,
+        write_ahead: int = 0, cache: Any = None,
     ) -> None:
         self.store, self.encoder, self.collection = store, encoder, collection
+        self.cache = cache  # a VectorCache (storage/vector_cache.py) shared by a repository's collections, or None
         self.dimension = encoder.record().dimension  # the model's width (an endpoint's: from its first answer)
         self.fingerprint, self.existing, self.batch = fingerprint, existing, batch
         self.workers, self.ahead = max(1, workers), ahead
@@ -299,9 +300,21 @@ class BatchWriter:
                 vecs[k] = hit[0]
             else:
                 todo.append(k)
+        if todo and self.cache is not None:
+            todo = self._from_cache(chunks, vecs, todo)
         if todo:
-            vecs[todo] = self.encoder.encode_uncached([embed_text(chunks[k]) for k in todo])
+            texts = [embed_text(chunks[k]) for k in todo]
+            vecs[todo] = self.encoder.encode_uncached(texts)
+            if self.cache is not None:
+                self.cache.put(texts, vecs[todo])
         return vecs, len(todo)
+
+    def _from_cache(self, chunks: list[Chunk], vecs: np.ndarray, todo: list[int]) -> list[int]:
+        """Fill ``vecs`` from the repository's cache; the positions still to embed."""
+        hits = self.cache.get([embed_text(chunks[k]) for k in todo], self.dimension)
+        for j, vec in hits.items():
+            vecs[todo[j]] = vec
+        return [k for j, k in enumerate(todo) if j not in hits]
 
 
 def warm_write_path() -> None:

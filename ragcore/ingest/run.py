@@ -31,6 +31,7 @@ from ragcore.encoders.base import ModelRecord
 from ragcore.encoders.minilm import MODEL_NAME, OnnxMiniLM
 from ragcore.encoders.sparse import SPARSE_VERSION
 from ragcore.storage.store import PointRef, Store, point_id, utc_now
+from ragcore.storage.vector_cache import VectorCache
 from ragcore.storage.sections import heading_of
 from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
 from ragcore.ingest import space
@@ -70,6 +71,12 @@ def index_fingerprint(settings: RagcoreSettings, model: str = MODEL_NAME) -> str
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
+def model_key(record: ModelRecord) -> str:
+    """The model's part of the fingerprint (and of a vector's cache key): the bundled MiniLM's name,
+    else the model's spec and prefixes."""
+    return MODEL_NAME if record.source == "minilm" else f"{record.spec}|{record.query_prefix}|{record.document_prefix}"
+
+
 def corpus_version(file_hashes: dict[str, str]) -> str:
     h = hashlib.sha256()
     for path in sorted(file_hashes):
@@ -107,8 +114,10 @@ def ingest(
     prune: bool = True,
     progress: Progress | None = None,
     chunk_progress: ChunkProgress | None = None,
+    remove: Sequence[str] = (), cache: VectorCache | None = None,
 ) -> IngestReport:
-    """Ingest ``sources`` into ``collection``; ``progress(done, total, current)`` hears each
+    """Ingest ``sources`` into ``collection`` (``remove``: paths dropped even without ``prune``; ``cache``: a
+    repository's shared vectors, gitingest.py); ``progress(done, total, current)`` hears each
     file as it is read (``done`` counts files whose chunks are all written, in order), each
     written batch of a long file ("path: N chunks written") and each file as it completes;
     ``chunk_progress(written, queued)`` hears every written batch (a progress bar by chunks)."""
@@ -121,8 +130,7 @@ def ingest(
     folder = space.data_folder(settings)
     space.check_before_ingest(folder, sources, state)  # before anything is written (space.py: SIGBUS)
     # the collection is created by the writer's own thread (batch_writer.py) while the first files are read
-    model_key = MODEL_NAME if record.source == "minilm" else f"{record.spec}|{record.query_prefix}|{record.document_prefix}"
-    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings, model_key))
+    run = _Run(state=dict(state), fingerprint=index_fingerprint(settings, model_key(record)))
     existing = {r.id for refs in state.values() for r in refs}
     total = len(sources)
     on_written = (lambda done, current: progress(done, total, current)) if progress else None
@@ -133,7 +141,8 @@ def ingest(
     batch = getattr(encoder, "ingest_batch", WRITE_BATCH)
     writer = BatchWriter(store, encoder, collection, run.fingerprint, existing, batch=batch, ahead=PIPELINE_AHEAD,
                      on_written=on_written, on_chunks=chunk_progress, workers=workers,
-                     heading_store=store.headings.for_model(record) if workers else None, write_ahead=WRITE_AHEAD)
+                     heading_store=store.headings.for_model(record) if workers else None, write_ahead=WRITE_AHEAD,
+                     cache=cache)
     writer.space_folder = folder
     try:
         for src in sources:
@@ -150,7 +159,7 @@ def ingest(
         if progress:
             progress(total, total, f"embedding {len(run.headings)} section headings")
         store.headings.for_model(record).ensure(run.headings, encoder.encode_uncached)  # storage/headings.py, per model
-    _prune(run, store, collection, prune)
+    _prune(run, store, collection, prune, frozenset(remove))
     if progress:
         progress(total, total, "")
     return _finish(run, store, collection, root, settings, writer, t0, encoder.record())
@@ -217,10 +226,10 @@ def _load_and_chunk(data: bytes, rel: str, settings: RagcoreSettings) -> tuple[L
     return doc, chunks
 
 
-def _prune(run: _Run, store: Store, collection: str, prune: bool) -> None:
+def _prune(run: _Run, store: Store, collection: str, prune: bool, remove: frozenset[str] = frozenset()) -> None:
     for path in sorted(set(run.state) - run.seen):
         refs = run.state[path]
-        if prune:
+        if prune or path in remove:
             store.delete_points(collection, [r.id for r in refs])
             run.outcomes.append(FileOutcome(path, "removed", len(refs)))
         else:

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from ragcore.service import openai_compat, rest, stream
+from ragcore.service import gitroutes, openai_compat, rest, stream
 from ragcore.service.auth import BearerAuth
 from ragcore.service.errors import install_error_handlers
 from ragcore.service.mcp.http import mount_mcp
@@ -54,7 +54,7 @@ def create_app(engine: Any, settings: ServiceSettings, *, close_engine: bool = F
     app.state.service = Service(engine=engine, settings=settings, jobs=jobs,
                                 slots=Slots(settings.max_concurrent, settings.max_queued, settings.retry_after_s))
     install_error_handlers(app)
-    for module in (rest, stream, openai_compat):
+    for module in (rest, stream, openai_compat, gitroutes):
         app.include_router(module.router)
     mcp_running = mount_mcp(app, app.state.service)  # /mcp (ragcore/service/mcp/http.py); a no-op without the mcp extra
     # added innermost first: the access log sees every refusal (401, 403, 413) with its status

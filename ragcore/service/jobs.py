@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ragcore.engine.collections_admin import Cancelled
+from ragcore.service.gitreport import git_job_report
 from ragcore.types import IngestReport
 
 _ID = re.compile(r"job-\d+-[0-9a-f]{8}")
@@ -152,8 +153,9 @@ class Jobs:
     def submit(self, collection: str, files: list[tuple[str, bytes]]) -> Job:
         if self._folder is not None:
             self._folder.mkdir(parents=True, exist_ok=True)
-        job = Job(id=f"job-{next(self._ids)}-{uuid.uuid4().hex[:8]}", collection=collection, files=len(files),
-                  bytes=sum(len(d) for _, d in files), folder=self._folder)
+        uploads = files if isinstance(files, list) else []  # else a callable (submit_call)
+        job = Job(id=f"job-{next(self._ids)}-{uuid.uuid4().hex[:8]}", collection=collection, files=len(uploads),
+                  bytes=sum(len(d) for _, d in uploads), folder=self._folder)
         job.save()
         with self._lock:
             self._jobs[job.id] = job
@@ -163,6 +165,10 @@ class Jobs:
                 self._thread.start()
         self._queue.put((job, files))
         return job
+
+    def submit_call(self, collection: str, run: Callable[[Callable[[int, int, str], None]], IngestReport]) -> Job:
+        """A job that runs ``run(progress)`` (a git ref's ingest: gitroutes.py) instead of adding uploads."""
+        return self.submit(collection, run)  # type: ignore[arg-type]
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         """The job's public state: this worker's, else the one another worker saved."""
@@ -227,10 +233,12 @@ class Jobs:
             job.state = "running"
             job.save()
             try:
-                report = self._ingest(files, job.collection, job.progress)
+                report = files(job.progress) if callable(files) else self._ingest(files, job.collection, job.progress)
                 job.report = {**report.summary(), "chunks_written": report.chunks_written,
                               "corpus_version": report.corpus_version,
                               "failed_files": [{"path": o.path, "reason": o.reason} for o in report.failed]}
+                if report.source.get("commit"):  # a git ref's ingest (gitroutes.py)
+                    job.report.update(git_job_report(report))
                 job.state = "done"
             except Cancelled:
                 job.state = "cancelled"

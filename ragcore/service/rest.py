@@ -13,6 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from ragcore.service.collections import resolved, resolved_async
 from ragcore.service.errors import ApiError
+from ragcore.service.gitroutes import sources_by_name
 from ragcore.service.runner import start_question, run_blocking
 from ragcore.service.schemas import AskRequest, RetrieveRequest, request_settings, stream_kwargs
 from ragcore.service.state import Service, service
@@ -32,8 +33,10 @@ async def healthz() -> dict[str, str]:
 @router.get("/api/collections", tags=["corpus"], summary="every collection with its stats")
 async def collections(svc: Service = Depends(service)) -> list[dict[str, Any]]:
     infos = await run_in_threadpool(svc.engine.collections)
+    git = await run_in_threadpool(sources_by_name, svc.engine)  # source and staleness (gitroutes.py)
     return [{"name": i.name, "documents": i.documents, "chunks": i.chunks, "corpus_version": i.corpus_version,
-             "built_at": i.built_at, "model": i.embedding_model} for i in infos]
+             "built_at": i.built_at, "model": i.embedding_model,
+             **git.get(i.name, {"source": None, "staleness": None})} for i in infos]
 
 
 @router.get("/api/collections/{name}/documents", tags=["corpus"], summary="a collection's documents")

@@ -301,6 +301,7 @@ class Store:
             embedding_model=meta.get("embedding_model"), settings=meta.get("settings", {}),
             incomplete=is_incomplete(meta) or (problem is None and meta.get("corpus_version") is None),
             snapshot=self._publisher.state(name) if self._publisher is not None else None, problem=problem,
+            source=meta.get("source") or {},
         )
 
     # ------------------------------------------------------------------ heading vectors (headings.py)
