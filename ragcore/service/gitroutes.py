@@ -19,7 +19,6 @@ from ragcore.ingest.gitrepo import GitError
 from ragcore.service.errors import ApiError
 from ragcore.service.state import Service, service
 from ragcore.storage.names import CollectionRefused, checked_name
-from ragcore.storage.store import StoreError
 
 router = APIRouter()
 
