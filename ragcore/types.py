@@ -138,6 +138,9 @@ class IngestReport:
     seconds: float
     chunks_written: int
     chunks_embedded: int = 0  # written chunks whose vectors had to be computed (others reused)
+    # an embedding endpoint's ingest: what it sustained (texts/s, tokens/s, request size, in flight;
+    # encoders/adaptive.py Sustained); None for a local model
+    endpoint: Mapping[str, Any] | None = None
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

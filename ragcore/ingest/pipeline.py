@@ -245,7 +245,8 @@ class BatchWriter:
             with self.store_lock:
                 have = self.heading_store.get(list(batch.headings))  # shared by collections: maybe stored already
             new = tuple(t for t in batch.headings if t not in have)
-            vecs = self.encoder.encode_uncached(list(new)) if new else np.zeros((0, self.dimension), np.float32)
+            embed = getattr(self.encoder, "encode_for_ingest", self.encoder.encode_uncached)  # kept on disk as it comes
+            vecs = embed(list(new)) if new else np.zeros((0, self.dimension), np.float32)
             return Embedded(batch, vecs, 0, new)
         vecs, embedded = self._vectors(batch.chunks)
         return Embedded(batch, vecs, embedded)
@@ -299,8 +300,9 @@ class BatchWriter:
                 vecs[k] = hit[0]
             else:
                 todo.append(k)
-        if todo:
-            vecs[todo] = self.encoder.encode_uncached([embed_text(chunks[k]) for k in todo])
+        if todo:  # an endpoint's answers are kept on disk as they arrive (encoders/cache.py): nothing is sent twice
+            embed = getattr(self.encoder, "encode_for_ingest", self.encoder.encode_uncached)
+            vecs[todo] = embed([embed_text(chunks[k]) for k in todo])
         return vecs, len(todo)
 
 
