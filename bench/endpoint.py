@@ -96,21 +96,35 @@ def _scripted_server(ms: float) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
+@contextlib.contextmanager
+def busy_loops(n: int) -> Iterator[None]:
+    """``n`` processes spinning on a core each for the duration (a machine others are using)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+
+
 def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings: RagcoreSettings, model: str,
-                   runs: int = 2, server: str = "", scripted_ms: float | None = None) -> dict[str, Any]:
+                   runs: int = 2, server: str = "", scripted_ms: float | None = None, busy: int = 0) -> dict[str, Any]:
     """``scripted_ms``: against the scripted protocol server on 127.0.0.1, taking that many milliseconds
-    per text, one request at a time (ragcore's share measured without a real model server)."""
+    per text, one request at a time (ragcore's share measured without a real model server). ``busy``:
+    busy loops running through both sides of every run."""
     if scripted_ms is not None:
         with _scripted_server(scripted_ms) as url:
             label = server or f"the scripted protocol server (its own process on 127.0.0.1) at {scripted_ms:g} ms per text, one request at a time"
-            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=url), model, runs, label)
+            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=url), model, runs, label,
+                                  busy=busy)
     from bench.cli import _stage
 
     if not settings.embed_base_url:
         raise SystemExit("bench ingest --endpoint needs the endpoint: --endpoint URL (or RAGCORE_EMBED_BASE_URL)")
     files = sample_files(corpus, limit)
     pairs = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, busy_loops(busy):
         staging = _stage(corpus, files, Path(tmp) / "corpus")
         for k in range(runs):
             ours, sent = _run_ragcore(staging, Path(tmp) / f"data{k}", settings, model)
@@ -119,7 +133,7 @@ def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings:
                           "share_of_endpoint": round(direct["seconds"] / ours["seconds"], 3)})
     payload = {"bench": "ingest-endpoint", "when": utc_now(), "machine": machine(), "corpus": str(corpus),
                "files": len(files), "model": model, "server": server, "request_size": settings.embed_request_size,
-               "concurrency": settings.embed_concurrency, "runs": pairs,
+               "concurrency": settings.embed_concurrency, "busy_loops": busy, "runs": pairs,
                "share_of_endpoint": round(statistics.median(p["share_of_endpoint"] for p in pairs), 3)}
     write(results_dir, "ingest-endpoint", payload, summary(payload))
     return payload
@@ -129,12 +143,17 @@ def summary(p: dict[str, Any]) -> str:
     rows = []
     for k, r in enumerate(p["runs"], 1):
         o, d = r["ragcore"], r["endpoint_alone"]
+        if o.get("sustained"):
+            sus = o["sustained"]
+            rows.append(f"| {k} | (ragcore's adaptive sizing ended at {sus['request_texts']} texts / ~{sus['request_tokens']:,} "
+                        f"tokens a request, {sus['in_flight']} in flight, {sus['shrinks']} back-off(s)) | | | | |")
         rows += [f"| {k} | ragcore ingest through the endpoint | {o['seconds']} | {o['texts']:,} | {o['texts_per_s']:,} | {o['requests']} |",
                  f"| {k} | the endpoint alone, same requests | {d['seconds']} | {d['texts']:,} | {d['texts_per_s']:,} | {d['requests']} |",
                  f"| {k} | share of the endpoint's throughput | **{r['share_of_endpoint']}** | | | |"]
     return (f"# bench ingest --endpoint ({p['when']})\n\n{p['files']} files of {Path(p['corpus']).name}; model "
             f"`{p['model']}` served by {p['server'] or 'the endpoint given'}; ceilings of {p['request_size']} texts per "
-            f"request and {p['concurrency']} in flight (requests are sized to the server); load average at the end {p['machine']['load_avg']} on "
+            f"request and {p['concurrency']} in flight (requests are sized to the server); "
+            f"{p.get('busy_loops', 0)} busy loop(s) running throughout; load average at the end {p['machine']['load_avg']} on "
             f"{p['machine']['cpus']} CPUs.\n\n"
             "ragcore's seconds are the whole `Engine.ingest` (read, chunk, embed through the endpoint, BM25, write, "
             "headings; no calibration); the endpoint alone gets exactly the requests ragcore sent, one after another, "
