@@ -6,6 +6,9 @@
   request, 4 in flight, timed out), and a question on it answers while the machine is still loaded.
 * The server killed mid-ingest (counted by a proxy that records every text it forwards), started
   again on the same port: the ingest run again sends no text the server had already embedded.
+
+On this shared 2-core machine the server embedded 20-40 tokens/s with the busy loops running: the
+first test took 15.5 minutes.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ pytestmark = [pytest.mark.real_llm, pytest.mark.slow]
 MODEL = "openai:gemma-3-270m"
 
 
-def five_pages(dest: Path) -> Path:
+def five_pages(dest: Path, n: int = 5) -> Path:
     dest.mkdir(parents=True)
-    for page in sorted(DOCS.glob("*.md"))[:5]:
+    for page in sorted(DOCS.glob("*.md"))[:n]:
         shutil.copy(page, dest / page.name)
     return dest
 
@@ -62,10 +65,10 @@ def test_a_server_killed_mid_ingest_and_restarted_is_sent_no_chunk_twice(tmp_pat
     proxy = CountingProxy(server.base[: -len("/v1")]).start()
     monkeypatch.setenv("RAGCORE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("RAGCORE_EMBED_BASE_URL", proxy.base_url)
-    corpus = five_pages(tmp_path / "c")
+    corpus = five_pages(tmp_path / "c", 2)  # two pages: the server embeds ~20-40 tokens/s on this busy machine
 
     def kill_when_some_are_embedded() -> None:
-        while len(proxy.answered() - {"dimension probe"}) < 6:
+        while len(proxy.answered() - {"dimension probe"}) < 3:
             time.sleep(0.05)
         server.kill()
 
@@ -75,7 +78,7 @@ def test_a_server_killed_mid_ingest_and_restarted_is_sent_no_chunk_twice(tmp_pat
         assert main(["ingest", str(corpus), "-c", "gemma", "--embed-model", MODEL, "--no-calibrate"]) != 0
         assert "are kept: run the same ingest again" in capsys.readouterr().err
         embedded = proxy.answered() - {"dimension probe"}
-        assert len(embedded) >= 6
+        assert len(embedded) >= 3
         server = start_llama(tmp_path, embedding=True, n_ctx=2048, port=server.port)  # back, same address
         n = len(proxy.seen)
         assert main(["ingest", str(corpus), "-c", "gemma", "--embed-model", MODEL, "--no-calibrate"]) == 0
