@@ -524,6 +524,7 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
                     "protocol server taking MS ms per text")
     bi.add_argument("--model", default="embed", help="with --endpoint: the model name sent")
     bi.add_argument("--server", default="", help="with --endpoint: what serves it, for the results")
+    bi.add_argument("--busy", type=int, default=0, help="with --endpoint: busy loops running throughout (a loaded machine)")
     bi.set_defaults(func=_cmd_ingest)
     bq = bsub.add_parser("query", help="query latency per mode at a corpus size")
     bq.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
@@ -607,7 +608,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         scripted = float(args.endpoint.split(":", 1)[1]) if args.endpoint.startswith("scripted:") else None
         s = s.with_(embed_base_url=args.endpoint) if scripted is None else s
         print(summary(bench_endpoint(args.corpus, args.limit or None, args.results, s, args.model,
-                                     runs=max(1, args.runs), server=args.server, scripted_ms=scripted)))
+                                     runs=max(1, args.runs), server=args.server, scripted_ms=scripted,
+                                     busy=args.busy)))
         return 0
     out = bench_ingest(args.corpus, args.limit or None, args.results, runs=max(1, args.runs))
     print((args.results / "ingest.md").read_text())

@@ -6,8 +6,9 @@ For the same files, alternating:
 * **ragcore**: ``Engine.ingest`` with ``RAGCORE_EMBED_MODEL=openai:NAME`` into a fresh store (reading,
   chunking, embedding through the endpoint, BM25, writing, headings; no calibration), every text
   it sent recorded;
-* **endpoint alone**: those very texts sent again, straight with httpx, in the same requests
-  (``embed_request_size`` texts each, ``embed_concurrency`` in flight), nothing else done.
+* **endpoint alone**: those very texts sent again, straight with httpx, in the same requests (the
+  sizes ragcore's adaptive sizing chose), one after another: the server's own sequential
+  throughput, nothing else done.
 
 The ratio endpoint-alone seconds / ragcore seconds is the share of the endpoint's own throughput that
 ragcore's ingest reaches (target ≥ 0.8): what ragcore adds around the endpoint (parsing, writing,
@@ -22,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -35,9 +35,10 @@ def _recording(settings: RagcoreSettings, model: str):
     from ragcore.encoders.openai_embed import OpenAIEmbedder
 
     class RecordingEmbedder(OpenAIEmbedder):
-        def _request(self, inputs):  # type: ignore[override]
-            self.sent.append(list(inputs))
-            return super()._request(inputs)
+        def _post(self, inputs, timeout):  # type: ignore[override]
+            vecs = super()._post(inputs, timeout)
+            self.sent.append(list(inputs))  # answered requests only: a timed-out one is sent again
+            return vecs
 
     enc = RecordingEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
                     timeout_s=settings.embed_timeout_s, concurrency=settings.embed_concurrency,
@@ -60,24 +61,23 @@ def _run_ragcore(staging: Path, data_dir: Path, settings: RagcoreSettings, model
     sent = [g for g in enc.sent if g != ["dimension probe"]]
     texts = sum(map(len, sent))
     return {"seconds": round(secs, 2), "texts": texts, "texts_per_s": round(texts / secs, 1), "requests": len(sent),
-            "chunks": report.chunks_written, "failed_files": report.count("failed")}, sent
+            "chunks": report.chunks_written, "failed_files": report.count("failed"), "sustained": report.endpoint}, sent
 
 
 def _run_direct(groups: Sequence[list[str]], settings: RagcoreSettings, model: str) -> dict[str, Any]:
-    """The same requests with plain httpx, ``embed_concurrency`` in flight: the endpoint's own speed."""
+    """The same requests with plain httpx, one at a time: the endpoint's own sequential speed."""
     import httpx
 
     headers = {"Authorization": f"Bearer {settings.embed_api_key}"} if settings.embed_api_key else {}
     url = settings.embed_base_url.rstrip("/") + "/embeddings"
-    with httpx.Client(headers=headers, timeout=settings.embed_timeout_s) as client:
+    with httpx.Client(headers=headers, timeout=max(settings.embed_timeout_s, 600.0)) as client:
         def post(group: list[str]) -> int:
             r = client.post(url, json={"model": model, "input": group, "encoding_format": "float"})
             r.raise_for_status()
             return len(r.json()["data"])
 
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=settings.embed_concurrency) as pool:
-            n = sum(pool.map(post, groups))
+        n = sum(post(g) for g in groups)
         secs = time.perf_counter() - t0
     return {"seconds": round(secs, 2), "texts": n, "texts_per_s": round(n / secs, 1), "requests": len(groups)}
 
@@ -96,20 +96,34 @@ def _scripted_server(ms: float) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
+@contextlib.contextmanager
+def busy_loops(n: int) -> Iterator[None]:
+    """``n`` processes spinning on a core each for the duration (a machine others are using)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+
+
 def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings: RagcoreSettings, model: str,
-                   runs: int = 2, server: str = "", scripted_ms: float | None = None) -> dict[str, Any]:
+                   runs: int = 2, server: str = "", scripted_ms: float | None = None, busy: int = 0) -> dict[str, Any]:
     """``scripted_ms``: against the scripted protocol server on 127.0.0.1, taking that many milliseconds
-    per text, one request at a time (ragcore's share measured without a real model server)."""
+    per text, one request at a time (ragcore's share measured without a real model server). ``busy``:
+    busy loops running through both sides of every run."""
     if scripted_ms is not None:
         with _scripted_server(scripted_ms) as url:
             label = server or f"the scripted protocol server (its own process on 127.0.0.1) at {scripted_ms:g} ms per text, one request at a time"
-            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=url), model, runs, label)
+            return bench_endpoint(corpus, limit, results_dir, settings.with_(embed_base_url=url), model, runs, label,
+                                  busy=busy)
 
     if not settings.embed_base_url:
         raise SystemExit("bench ingest --endpoint needs the endpoint: --endpoint URL (or RAGCORE_EMBED_BASE_URL)")
     files = sample_files(corpus, limit)
     pairs = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, busy_loops(busy):
         staging = stage_sample(corpus, files, Path(tmp) / "corpus")
         for k in range(runs):
             ours, sent = _run_ragcore(staging, Path(tmp) / f"data{k}", settings, model)
@@ -118,7 +132,7 @@ def bench_endpoint(corpus: Path, limit: int | None, results_dir: Path, settings:
                           "share_of_endpoint": round(direct["seconds"] / ours["seconds"], 3)})
     payload = {"bench": "ingest-endpoint", "when": utc_now(), "machine": machine(), "corpus": str(corpus),
                "files": len(files), "model": model, "server": server, "request_size": settings.embed_request_size,
-               "concurrency": settings.embed_concurrency, "runs": pairs,
+               "concurrency": settings.embed_concurrency, "busy_loops": busy, "runs": pairs,
                "share_of_endpoint": round(statistics.median(p["share_of_endpoint"] for p in pairs), 3)}
     write(results_dir, "ingest-endpoint", payload, summary(payload))
     return payload
@@ -128,14 +142,20 @@ def summary(p: dict[str, Any]) -> str:
     rows = []
     for k, r in enumerate(p["runs"], 1):
         o, d = r["ragcore"], r["endpoint_alone"]
+        if o.get("sustained"):
+            sus = o["sustained"]
+            rows.append(f"| {k} | (ragcore's adaptive sizing ended at {sus['request_texts']} texts / ~{sus['request_tokens']:,} "
+                        f"tokens a request, {sus['in_flight']} in flight, {sus['shrinks']} back-off(s)) | | | | |")
         rows += [f"| {k} | ragcore ingest through the endpoint | {o['seconds']} | {o['texts']:,} | {o['texts_per_s']:,} | {o['requests']} |",
                  f"| {k} | the endpoint alone, same requests | {d['seconds']} | {d['texts']:,} | {d['texts_per_s']:,} | {d['requests']} |",
                  f"| {k} | share of the endpoint's throughput | **{r['share_of_endpoint']}** | | | |"]
     return (f"# bench ingest --endpoint ({p['when']})\n\n{p['files']} files of {Path(p['corpus']).name}; model "
-            f"`{p['model']}` served by {p['server'] or 'the endpoint given'}; {p['request_size']} texts per request, "
-            f"{p['concurrency']} in flight; load average at the end {p['machine']['load_avg']} on "
+            f"`{p['model']}` served by {p['server'] or 'the endpoint given'}; ceilings of {p['request_size']} texts per "
+            f"request and {p['concurrency']} in flight (requests are sized to the server); "
+            f"{p.get('busy_loops', 0)} busy loop(s) running throughout; load average at the end {p['machine']['load_avg']} on "
             f"{p['machine']['cpus']} CPUs.\n\n"
             "ragcore's seconds are the whole `Engine.ingest` (read, chunk, embed through the endpoint, BM25, write, "
-            "headings; no calibration); the endpoint alone gets exactly the requests ragcore sent, with plain httpx.\n\n"
+            "headings; no calibration); the endpoint alone gets exactly the requests ragcore sent, one after another, "
+            "with plain httpx (the server's own sequential throughput).\n\n"
             "| run | side | seconds | texts | texts/s | requests |\n|---|---|---|---|---|---|\n" + "\n".join(rows) +
             f"\n\nMedian share of the endpoint's own throughput: **{p['share_of_endpoint']}** (target ≥ 0.8).\n")

@@ -56,7 +56,7 @@ def _instrument(events: list[Event], t0: Callable[[], float]) -> None:
     import ragcore.storage.store as store
     from ragcore.encoders.openai_embed import OpenAIEmbedder
 
-    stages = [(OpenAIEmbedder, "_request", "endpoint request"), (writer, "_ingest_file", "read + chunk a file"),
+    stages = [(OpenAIEmbedder, "_post", "endpoint request"), (writer, "_ingest_file", "read + chunk a file"),
               (schema, "qdrant_models", "import qdrant-client models"), (pipeline, "warm_write_path", "writer start-up imports"),
               (store.Store, "ensure_collection", "create the collection"), (store.Store, "write_chunks", "store write (batch)"),
               (headings.HeadingStore, "put", "store headings (batch)"), (pipeline.BatchWriter, "flush", "wait for the last batches"),

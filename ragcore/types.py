@@ -141,6 +141,9 @@ class IngestReport:
     skipped: tuple[FileOutcome, ...] = ()  # files of a git tree not read, each with its reason (gitsource.py)
     source: Mapping[str, Any] = field(default_factory=dict)  # where the files came from (SourceRecord.as_meta)
     incremental: bool = False  # a git re-ingest that read only the files changed since the recorded commit
+    # an embedding endpoint's ingest: what it sustained (texts/s, tokens/s, request size, in flight;
+    # encoders/adaptive.py Sustained); None for a local model
+    endpoint: Mapping[str, Any] | None = None
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

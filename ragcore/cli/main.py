@@ -96,6 +96,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
           f"{term_safe(engine.embedder(report.collection).record().label)}")
     print(f"abstain bar {term_safe(engine.abstain_bar_info(report.collection, s).summary())}")
     gitcli.print_source(report)
+    if report.endpoint:  # what the embedding endpoint sustained (encoders/adaptive.py)
+        from ragcore.encoders.adaptive import Sustained
+
+        print(f"embedding endpoint sustained {Sustained(**report.endpoint).describe()}")
     if report.ocr_pages:
         print(f"{report.ocr_pages} scanned PDF page(s) read by OCR")
     for o in report.failed:

@@ -1,12 +1,21 @@
 """``openai:<model>``: any OpenAI-compatible ``POST /embeddings`` endpoint (OpenAI, vLLM, Ollama,
 llama.cpp's server, LM Studio, text-embeddings-inference …).
 
-Texts go in requests of ``batch`` inputs, ``concurrency`` of them in flight; a 429, a 5xx, a
-timeout or a dropped connection is retried with exponential backoff (a ``Retry-After`` is
-honoured, capped); any other error is reported at once. Every response is checked: as many
-vectors as inputs, finite numbers, one width (the first response sets it when the collection
-does not know it yet). llama.cpp's server answers a GGUF that declares no pooling with one vector
-per *token*; those are mean-pooled here (``pooling: "mean over tokens (client)"`` in the record).
+Requests are sized to the server (adaptive.py): they start small, grow while its latency stays
+flat, and a timeout, 429 or 503 halves their size and the requests in flight before the texts are
+sent again; ``batch`` (texts per request), ``concurrency`` (requests in flight) and ``timeout_s``
+are ceilings. A failed request goes back to the queue (a ``Retry-After`` is honoured, capped) up
+to ``max_retries`` times; a refusal such as 401 or 400 is reported at once. The openai SDK's own
+retries are not used: they would send the same oversized request again, which is what failed.
+
+Every response is checked: as many vectors as inputs, finite numbers, one width (the first
+response sets it when the collection does not know it yet). llama.cpp's server answers a GGUF
+that declares no pooling with one vector per *token*; those are mean-pooled here
+(``pooling: "mean over tokens (client)"`` in the record).
+
+An ingest (:meth:`OpenAIEmbedder.encode_for_ingest`) keeps every answer in the on-disk
+embedding cache (cache.py) as it arrives: run again after the endpoint died or Ctrl-C, it sends
+only the texts it has no vector for.
 
 The API key goes in the Authorization header only: it is never logged, put in a message or a
 repr, and any echo of it in a server's error text is masked.
@@ -19,16 +28,52 @@ import math
 import random
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ragcore.encoders.adaptive import Aimd, Sustained, tokens_of
 from ragcore.encoders.base import CachingEncoder, EmbedError, ModelRecord, unit_rows
+from ragcore.encoders.cache import EmbeddingCache
 from ragcore.settings.redact import redact_url
 
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+RETRY_STATUSES = frozenset({408, 409, 413, 429, 500, 502, 503, 504})
+# the server is saying "too much" (413: more inputs than TEI's --max-client-batch-size): shrink
+OVERLOAD_STATUSES = frozenset({408, 413, 429, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
+
+
+class _Failed(Exception):
+    """One request that did not give vectors: what happened, and whether to shrink or give up."""
+
+    def __init__(self, kind: str, *, status: int = 0, text: str = "", retry_after: str | None = None,
+                 overload: bool = False, fatal: str | None = None) -> None:
+        super().__init__(kind)
+        self.kind, self.status, self.text, self.retry_after = kind, status, text, retry_after
+        self.overload, self.fatal = overload, fatal
+
+
+@dataclass
+class _Work:
+    """The texts of one encode call, shared by the threads sending its requests."""
+
+    items: list[str]
+    on_result: Callable[[list[int], np.ndarray], None] | None
+    tokens: list[int] = field(init=False)
+    out: list[Any] = field(init=False)
+    pending: deque[int] = field(init=False)
+    attempts: dict[int, int] = field(default_factory=dict)
+    error: BaseException | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.tokens = [tokens_of(t) for t in self.items]
+        self.out = [None] * len(self.items)
+        self.pending = deque(range(len(self.items)))
 
 
 class OpenAIEmbedder(CachingEncoder):
@@ -37,7 +82,7 @@ class OpenAIEmbedder(CachingEncoder):
     def __init__(self, model: str, *, base_url: str | None, api_key: str | None = None, timeout_s: float = 60.0,
                  concurrency: int = 4, batch: int = 64, max_retries: int = 4, dimension: int | None = None,
                  query_prefix: str = "", document_prefix: str = "", backoff_s: float = 0.5,
-                 cache_size: int = 50_000) -> None:
+                 cache_size: int = 50_000, cache_path: Path | None = None) -> None:
         super().__init__(cache_size)
         if not model:
             raise EmbedError("openai:<model> needs a model name, e.g. openai:text-embedding-3-small")
@@ -57,6 +102,10 @@ class OpenAIEmbedder(CachingEncoder):
         self._per_token = False
         self._client: Any = None
         self._client_lock = threading.Lock()
+        self._dim_lock = threading.Lock()
+        self.aimd = Aimd(max_texts=self.batch, max_in_flight=self.concurrency, timeout_s=timeout_s)
+        self._disk = EmbeddingCache(cache_path) if cache_path is not None else None
+        self.kept = 0  # texts whose vectors an ingest saved to the disk cache (for the error message)
 
     @property
     def ingest_batch(self) -> int:
@@ -67,6 +116,10 @@ class OpenAIEmbedder(CachingEncoder):
     def ingest_workers(self) -> int:
         """Batches an ingest has embedded at once: one per request in flight."""
         return self.concurrency
+
+    def sustained(self, since: float) -> Sustained | None:
+        """What the endpoint sustained for requests sent since ``since`` (``self.aimd.mark()``)."""
+        return self.aimd.sustained(since)
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIEmbedder(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
@@ -91,6 +144,8 @@ class OpenAIEmbedder(CachingEncoder):
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._disk is not None:
+            self._disk.close()
 
     # ------------------------------------------------------------------ requests
 
@@ -105,53 +160,118 @@ class OpenAIEmbedder(CachingEncoder):
                                             timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)))
             return self._client
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode_for_ingest(self, texts: Sequence[str]) -> np.ndarray:
+        """Documents' vectors for an ingest: those the disk cache has are not sent again, and each
+        answer is saved there as it arrives (an interrupted ingest continues where it stopped)."""
+        p = self.document_prefix
+        items = [p + t for t in texts] if p else list(texts)
+        if self._disk is None or not items:
+            return self._encode(items)
+        disk = self._disk
+        keys = [EmbeddingCache.key(self.spec, t) for t in items]
+        have = {k: v for k, v in disk.get_many(keys).items() if self._dim is None or len(v) == self._dim}
+        todo = [i for i, k in enumerate(keys) if k not in have]
+
+        def keep(idx: list[int], vecs: np.ndarray) -> None:
+            disk.put_many((keys[todo[j]], v) for j, v in zip(idx, vecs))
+            self.kept += len(idx)
+
+        new = self._encode([items[i] for i in todo], on_result=keep) if todo else None
+        if self._dim is None:
+            self._dim = len(next(iter(have.values())))
+        out = np.zeros((len(items), self._dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            if k in have:
+                out[i] = have[k]
+        if new is not None:
+            out[todo] = new
+        return out
+
+    def _encode(self, texts: Sequence[str], on_result: Callable[[list[int], np.ndarray], None] | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         # some servers refuse an empty input; a space embeds as "nothing" just as well
-        items = [t if t.strip() else " " for t in texts]
-        groups = [items[i : i + self.batch] for i in range(0, len(items), self.batch)]
-        if self._dim is None and len(groups) > 1:  # the first answer fixes the width the others are checked against
-            first = [self._request(groups[0])]
-            rest = self._map(groups[1:])
-            parts = first + rest
-        else:
-            parts = self._map(groups)
-        return np.vstack(parts).astype(np.float32, copy=False)
+        work = _Work([t if t.strip() else " " for t in texts], on_result)
+        if self._dim is None:  # the first answer fixes the width the others are checked against
+            self._step(work)
+        requests = max(math.ceil(sum(work.tokens[i] for i in work.pending) / max(1, self.aimd.size)),
+                       math.ceil(len(work.pending) / self.batch))
+        threads = min(self.concurrency, requests)  # the requests in flight are bounded by self.aimd.slot()
+        if threads <= 1:
+            self._drain(work)
+        elif work.pending and work.error is None:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="embed") as pool:
+                for f in [pool.submit(self._drain, work) for _ in range(threads)]:
+                    f.result()
+        if work.error is not None:
+            raise work.error
+        return np.vstack(work.out).astype(np.float32, copy=False)
 
-    def _map(self, groups: list[list[str]]) -> list[np.ndarray]:
-        if len(groups) == 1 or self.concurrency == 1:
-            return [self._request(g) for g in groups]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(groups)), thread_name_prefix="embed") as pool:
-            return list(pool.map(self._request, groups))
+    def _drain(self, work: _Work) -> None:
+        while self._step(work):
+            pass
 
-    def _request(self, inputs: list[str]) -> np.ndarray:
+    def _step(self, work: _Work) -> bool:
+        """Send the next request of ``work``; False when there is nothing left or it failed for good."""
+        with work.lock:
+            if work.error is not None or not work.pending:
+                return False
+            group = self.aimd.take(work.pending, lambda i: work.tokens[i])
+        tokens = sum(work.tokens[i] for i in group)
+        timeout = self.aimd.timeout_for(tokens)
+        failure: _Failed | None = None
+        with self.aimd.slot():
+            t0 = time.monotonic()
+            try:
+                vecs = self._post([work.items[i] for i in group], timeout)
+            except _Failed as exc:
+                failure = exc
+            except EmbedError as exc:  # a response that is not vectors: no point in asking again
+                with work.lock:
+                    work.error = work.error or exc
+                return False
+            t1 = time.monotonic()
+        if failure is None:
+            self.aimd.succeeded(len(group), tokens, t0, t1)
+            with work.lock:
+                for i, v in zip(group, vecs):
+                    work.out[i] = v
+            if work.on_result is not None:
+                work.on_result(group, vecs)
+            return True
+        return self._retry(work, group, tokens, timeout, failure)
+
+    def _retry(self, work: _Work, group: list[int], tokens: int, timeout: float, failure: _Failed) -> bool:
+        """Put a failed request's texts back (after a back-off), or give up with a message saying what to do."""
+        if failure.overload:
+            self.aimd.overloaded()
+        with work.lock:
+            tries = max(work.attempts.get(i, 0) for i in group) + 1
+            for i in group:
+                work.attempts[i] = tries
+            if failure.fatal or tries > self.max_retries:
+                work.error = work.error or EmbedError(self._give_up(failure, tries, len(group), tokens, timeout))
+                return False
+            work.pending.extendleft(reversed(group))
+        self._sleep(tries - 1, failure.retry_after)
+        return True
+
+    def _post(self, inputs: list[str], timeout: float) -> np.ndarray:
         import httpx
 
         body = {"model": self.model, "input": inputs, "encoding_format": "float"}
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                resp = self._http().post(self.url, json=body)
-            except httpx.TimeoutException as exc:
-                if last:
-                    raise EmbedError(f"the embedding endpoint {self._where()} did not answer within "
-                                     f"{self.timeout_s:g} s ({self.max_retries + 1} attempts)") from exc
-                self._sleep(attempt, None)
-                continue
-            except httpx.TransportError as exc:
-                if last:
-                    raise EmbedError(f"cannot reach the embedding endpoint {self._where()}: {type(exc).__name__} "
-                                     f"({self.max_retries + 1} attempts)") from exc
-                self._sleep(attempt, None)
-                continue
-            if resp.status_code == 200:
-                return self._vectors(resp, len(inputs))
-            if resp.status_code in RETRY_STATUSES and not last:
-                self._sleep(attempt, resp.headers.get("retry-after"))
-                continue
-            raise EmbedError(self._http_problem(resp.status_code, resp.text))
-        raise AssertionError("unreachable")
+        try:
+            resp = self._http().post(self.url, json=body, timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)))
+        except httpx.TimeoutException:
+            raise _Failed("timeout", overload=True) from None
+        except httpx.TransportError as exc:
+            raise _Failed("transport", text=type(exc).__name__) from None
+        if resp.status_code == 200:
+            return self._vectors(resp, len(inputs))
+        status = resp.status_code
+        fatal = None if status in RETRY_STATUSES else self._http_problem(status, resp.text)
+        raise _Failed("status", status=status, text=resp.text, retry_after=resp.headers.get("retry-after"),
+                      overload=status in OVERLOAD_STATUSES, fatal=fatal)
 
     def _sleep(self, attempt: int, retry_after: str | None) -> None:
         wait = self.backoff_s * (2 ** attempt) * (0.5 + random.random())  # jitter: parallel requests spread out
@@ -161,6 +281,30 @@ class OpenAIEmbedder(CachingEncoder):
             except ValueError:
                 pass
         time.sleep(wait)
+
+    def _give_up(self, failure: _Failed, tries: int, texts: int, tokens: int, timeout: float) -> str:
+        """What failed, what the endpoint was seen doing, which setting to change and to what, and what is kept."""
+        if failure.fatal:
+            return failure.fatal
+        latency = self.aimd.median_latency()
+        seen = (f"; observed latency {latency:.1f} s per request" if latency else "; no request had succeeded") + \
+            f", the last of {texts} text(s) (~{tokens:,} tokens) with {self.aimd.in_flight} in flight"
+        if failure.kind == "timeout":
+            head = f"the embedding endpoint {self._where()} did not answer within {timeout:g} s ({tries} attempts{seen})"
+            todo = (f"Raise RAGCORE_EMBED_TIMEOUT_S to {max(2 * self.timeout_s, 4 * latency):.0f}"
+                    + (" and lower RAGCORE_EMBED_CONCURRENCY to 1" if self.concurrency > 1 else "")
+                    + (f" and RAGCORE_EMBED_REQUEST_SIZE to {max(1, texts // 2)}" if texts > 1 else "")
+                    + "; requests already start small and shrink on timeouts")
+        elif failure.kind == "transport":
+            head = f"cannot reach the embedding endpoint {self._where()}: {failure.text} ({tries} attempts{seen})"
+            todo = "Check that the server is running and RAGCORE_EMBED_BASE_URL points at it"
+        else:
+            head = self._http_problem(failure.status, failure.text) + f" ({seen.lstrip('; ')})"
+            todo = (f"The server is overloaded: lower RAGCORE_EMBED_CONCURRENCY to {max(1, self.aimd.in_flight // 2)}"
+                    if failure.status in OVERLOAD_STATUSES else "Check the server's log")
+        kept = (f" {self.kept} chunk(s) embedded before the failure are kept: run the same ingest again to continue "
+                "from there." if self._disk is not None and self.kept else "")
+        return f"{head}. {todo}.{kept}"
 
     def _where(self) -> str:
         return f"{redact_url(self.url)} (model {self.model})"
@@ -193,9 +337,10 @@ class OpenAIEmbedder(CachingEncoder):
         if len(widths) != 1:
             raise EmbedError(f"the embedding endpoint {self._where()} returned vectors of different widths {sorted(widths)}")
         width = widths.pop()
-        if self._dim is None:
-            self._dim = width
-        elif width != self._dim:
+        with self._dim_lock:
+            if self._dim is None:
+                self._dim = width
+        if width != self._dim:
             raise EmbedError(f"the embedding endpoint {self._where()} returned {width}-d vectors; this model's "
                              f"vectors are {self._dim}-d (is another model served under the same name?)")
         return unit_rows(np.asarray(vecs, dtype=np.float32))

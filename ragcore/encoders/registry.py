@@ -31,12 +31,15 @@ def encoder_for_spec(spec: str, settings: "RagcoreSettings", *, dimension: int |
 
         return OnnxMiniLM(batch_size=settings.embed_batch_size)
     if ms.source == "openai":
+        from ragcore.encoders.cache import FILE_NAME
         from ragcore.encoders.openai_embed import OpenAIEmbedder
 
+        # the settings are ceilings: requests start small and adapt to the server (adaptive.py)
         return OpenAIEmbedder(ms.arg, base_url=settings.embed_base_url or base_url, api_key=settings.embed_api_key,
                               timeout_s=settings.embed_timeout_s, concurrency=settings.embed_concurrency,
                               batch=settings.embed_request_size, dimension=dimension,
-                              query_prefix=qp or "", document_prefix=dp or "")
+                              query_prefix=qp or "", document_prefix=dp or "",
+                              cache_path=settings.data_dir / FILE_NAME)
     if ms.source == "onnx":
         from ragcore.encoders.onnx_folder import OnnxSentenceEncoder, read_folder
 

@@ -25,6 +25,7 @@ from ragcore.encoders.base import EmbedError
 from ragcore.engine.events import EventFactory
 from ragcore.engine.generation import Generators
 from ragcore.safety.guardrails import is_hedged, route_question
+from ragcore.synthesis.llm.echo import strip_prompt_echo
 from ragcore.synthesis.llm.errors import KEEPS_PARTIAL
 from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
 from ragcore.engine.stages import (
@@ -175,8 +176,12 @@ class Answerer:
         hedge = is_hedged if synthesis.model_written else None  # extractive sentences are the documents' own words
         # no answer makes a viewer load an image; a model's links also show their target
         text = defang_links(synthesis.text) if synthesis.model_written else defang_images(synthesis.text)
+        echoed = 0
+        if synthesis.model_written:  # a copied <evidence> block would read as a supported answer citing everything
+            text, echoed = strip_prompt_echo(text)
         checked = CitationChecker(self.r.scorer, is_hedged=hedge, exempt=exempt).check(text, retrieved.evidence)
         actions = [f"abstained: {assessment.abstain_reason}"] if assessment.abstain_reason else []
+        actions += [f"removed {echoed} echo(es) of the prompt's <evidence> markup from the model's answer"] if echoed else []
         caveat = hedge_note(assessment.support.as_dict()) if not assessment.abstain_reason else None
         actions += [caveat] if caveat else []
         notes = [*(retrieved.retrieval.notes if retrieved.retrieval else ()),
@@ -190,6 +195,7 @@ class Answerer:
         actions.extend(x.describe() + "; sentences citing it are flagged" for x in suspicious_evidence(retrieved.evidence))
         validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
         status = answer_status(assessment, synthesis, validation)
+        status = "partial" if echoed and status == "ok" else status
         citations, fit = with_answers(self.r.encoder, retrieved.standalone, checked.citations if status != "abstained" else (),
                                       validation.sentences)
         return Checked(checked.text, citations, validation, status, failure_message(synthesis), fit)

@@ -246,7 +246,8 @@ class BatchWriter:
             with self.store_lock:
                 have = self.heading_store.get(list(batch.headings))  # shared by collections: maybe stored already
             new = tuple(t for t in batch.headings if t not in have)
-            vecs = self.encoder.encode_uncached(list(new)) if new else np.zeros((0, self.dimension), np.float32)
+            embed = getattr(self.encoder, "encode_for_ingest", self.encoder.encode_uncached)  # kept on disk as it comes
+            vecs = embed(list(new)) if new else np.zeros((0, self.dimension), np.float32)
             return Embedded(batch, vecs, 0, new)
         vecs, embedded = self._vectors(batch.chunks)
         return Embedded(batch, vecs, embedded)
@@ -300,11 +301,12 @@ class BatchWriter:
                 vecs[k] = hit[0]
             else:
                 todo.append(k)
-        if todo and self.cache is not None:
+        if todo and self.cache is not None:  # a git repository's vectors (storage/vector_cache.py)
             todo = self._from_cache(chunks, vecs, todo)
-        if todo:
+        if todo:  # an endpoint's answers are kept on disk as they arrive (encoders/cache.py): nothing is sent twice
             texts = [embed_text(chunks[k]) for k in todo]
-            vecs[todo] = self.encoder.encode_uncached(texts)
+            embed = getattr(self.encoder, "encode_for_ingest", self.encoder.encode_uncached)
+            vecs[todo] = embed(texts)
             if self.cache is not None:
                 self.cache.put(texts, vecs[todo])
         return vecs, len(todo)

@@ -33,7 +33,7 @@ from ragcore.encoders.sparse import SPARSE_VERSION
 from ragcore.storage.store import PointRef, Store, point_id, utc_now
 from ragcore.storage.vector_cache import VectorCache
 from ragcore.storage.sections import heading_of
-from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument
+from ragcore.types import Chunk, FileOutcome, IngestReport, LoadedDocument, to_jsonable
 from ragcore.ingest import space
 from ragcore.storage.schema import check_collection_name
 from ragcore.ingest.batch_writer import BatchWriter, ChunkProgress  # noqa: F401  (ChunkProgress: the engine's import)
@@ -144,15 +144,16 @@ def ingest(
                      heading_store=store.headings.for_model(record) if workers else None, write_ahead=WRITE_AHEAD,
                      cache=cache)
     writer.space_folder = folder
+    new = not state and not store.read_meta(collection).get("corpus_version")
+    mark = encoder.aimd.mark() if hasattr(encoder, "sustained") else None  # an endpoint: what it sustains is reported
     try:
-        for src in sources:
-            if progress:
-                progress(writer.done, total, src.rel)
-            chunks, stale = _ingest_file(src, run, settings)
-            writer.add_file(src.rel, chunks, stale)
-        writer.flush()
-    except Exception as exc:  # a disk that filled up anyway: say so, with the folder and the space left
-        raise (space.as_space_error(exc, folder) if folder is not None else None) or exc
+        _write_files(sources, run, settings, writer, progress)
+    except BaseException as exc:  # a disk that filled up anyway: say so, with the folder and the space left
+        writer.close()
+        _after_failure(store, collection, record, new, writer.written)
+        if isinstance(exc, Exception):
+            raise (space.as_space_error(exc, folder) if folder is not None else None) or exc
+        raise
     finally:
         writer.close()
     if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
@@ -162,7 +163,34 @@ def ingest(
     _prune(run, store, collection, prune, frozenset(remove))
     if progress:
         progress(total, total, "")
-    return _finish(run, store, collection, root, settings, writer, t0, encoder.record())
+    sustained = encoder.sustained(mark) if mark is not None else None  # type: ignore[attr-defined]
+    return _finish(run, store, collection, root, settings, writer, t0, encoder.record(), sustained)
+
+
+def _write_files(sources: Sequence[SourceFile], run: _Run, settings: RagcoreSettings, writer: BatchWriter,
+                 progress: Progress | None) -> None:
+    for src in sources:
+        if progress:
+            progress(writer.done, len(sources), src.rel)
+        chunks, stale = _ingest_file(src, run, settings)
+        writer.add_file(src.rel, chunks, stale)
+    writer.flush()
+
+
+def _after_failure(store: Store, collection: str, record: ModelRecord, new: bool, written: int) -> None:
+    """A new collection whose first ingest failed: gone when nothing reached it (it would be listed,
+    empty, as if built with the bundled model); else it records its model, so that the chunks kept
+    are asked with the model that embedded them and the next run continues with it."""
+    if not new:
+        return
+    try:
+        if written == 0:
+            if store.exists(collection):
+                store.drop(collection)
+        else:
+            store.write_meta(collection, {"embedding": record.as_meta(), "embedding_model": record.name})
+    except Exception:  # noqa: BLE001 - the ingest's own error is the one to report
+        pass
 
 
 def _ingest_file(src: SourceFile, run: _Run, settings: RagcoreSettings) -> tuple[list[Chunk], list[str]]:
@@ -238,7 +266,7 @@ def _prune(run: _Run, store: Store, collection: str, prune: bool, remove: frozen
 
 def _finish(
     run: _Run, store: Store, collection: str, root: str, settings: RagcoreSettings, writer: BatchWriter, t0: float,
-    record: ModelRecord,
+    record: ModelRecord, sustained: object = None,
 ) -> IngestReport:
     version = corpus_version(run.hashes)
     built_at = utc_now()
@@ -258,4 +286,5 @@ def _finish(
     return IngestReport(
         collection=collection, root=root, outcomes=tuple(run.outcomes), corpus_version=version, built_at=built_at,
         seconds=time.perf_counter() - t0, chunks_written=writer.written, chunks_embedded=writer.embedded,
+        endpoint=to_jsonable(sustained) if sustained is not None else None,
     )

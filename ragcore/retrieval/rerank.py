@@ -34,7 +34,11 @@ from ragcore.settings.models import parse_rerank
 from ragcore.types import Candidate, RetrievalResult
 
 MAX_DOC_CHARS = 2000  # of each passage sent to a reranker (a cross-encoder reads ~512 tokens anyway)
-LLM_DOC_CHARS = 600  # per passage in the listwise prompt: 30 passages stay within a small context
+LLM_DOC_CHARS = 600  # per passage in the listwise prompt, at most (fewer when the context window is small)
+LLM_MIN_DOC_CHARS = 120  # below this a passage says too little to rank
+LLM_CHARS_PER_TOKEN = 3  # conservative: the prompt must fit whatever the model's tokenizer
+LLM_PROMPT_TOKENS = 200  # the system prompt and the question's frame
+LLM_PASSAGE_MARKUP = 30  # "<passage id=12>\n…\n</passage>\n\n"
 
 
 class RerankError(RuntimeError):
@@ -70,6 +74,9 @@ def rerank_candidates(query: str, candidates: Sequence[Candidate], reranker: Rer
         return Reranked(tuple(ordered), 0.0)
     texts = [c.chunk.text[:MAX_DOC_CHARS] for c in head]
     try:
+        # loading a local model (seconds on a busy machine) is not scoring: the timeout is for the scores,
+        # else every first question fell back to the fused order
+        getattr(reranker, "load", lambda: None)()
         scores = _within(timeout_s, lambda: reranker.scores(query, texts))
         if len(scores) != len(head) or not all(np.isfinite(scores)):
             raise RerankError(f"it returned {len(scores)} scores for {len(head)} passages, or scores that are not numbers")
@@ -130,7 +137,16 @@ class Rerankers:
                 except RerankError as exc:
                     hit = _Unavailable(spec, str(exc))
                 self._made[key] = hit  # type: ignore[assignment]
+                if hasattr(hit, "load"):  # a local model starts loading now; the first question waits for the rest
+                    threading.Thread(target=_quietly, args=(hit.load,), name="ragcore-rerank-load", daemon=True).start()
             return hit
+
+
+def _quietly(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - the question that needs the model meets the same error and notes it
+        pass
 
 
 @dataclass(frozen=True)
@@ -155,7 +171,8 @@ def reranker_for(spec: str | None, settings: Any, complete: Callable[[list[dict]
         return OnnxCrossEncoder(Path(ms.arg))
     if complete is None:
         raise RerankError("RAGCORE_RERANK=llm needs a chat model: set RAGCORE_LLM_MODEL")
-    return LlmReranker(complete)
+    return LlmReranker(complete, context_window=settings.llm.context_window,
+                       max_output_tokens=settings.llm.max_output_tokens)
 
 
 class EndpointReranker:
@@ -235,6 +252,10 @@ class OnnxCrossEncoder:
         self._session: Any = None
         self._lock = threading.Lock()
 
+    def load(self) -> None:
+        """Load the session and tokenizer (once; :class:`Rerankers` starts it in the background)."""
+        self._load()
+
     def _load(self) -> None:
         with self._lock:
             if self._session is None:
@@ -244,9 +265,10 @@ class OnnxCrossEncoder:
                 tok = Tokenizer.from_file(str(self.tokenizer_path))
                 tok.enable_truncation(max_length=self.max_tokens)
                 tok.enable_padding()
-                self._tok = tok
-                self._session = ort.InferenceSession(str(self.model_path), providers=["CPUExecutionProvider"])
-                self._inputs = {i.name for i in self._session.get_inputs()}
+                session = ort.InferenceSession(str(self.model_path), providers=["CPUExecutionProvider"])
+                _check_cross_encoder(self.name, session.get_outputs()[0].shape)
+                self._tok, self._inputs = tok, {i.name for i in session.get_inputs()}
+                self._session = session
 
     def scores(self, query: str, documents: Sequence[str]) -> list[float]:
         self._load()
@@ -257,9 +279,23 @@ class OnnxCrossEncoder:
                      "attention_mask": np.array([e.attention_mask for e in encs], dtype=np.int64)}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.array([e.type_ids for e in encs], dtype=np.int64)
-            logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64).reshape(len(encs), -1)
+            raw = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)
+            _check_cross_encoder(self.name, raw.shape)  # a dynamic width shows only now
+            logits = raw.reshape(len(encs), -1)
             out.extend((1 / (1 + np.exp(-logits[:, -1]))).tolist())  # one logit (or the "relevant" class's)
         return out
+
+
+def _check_cross_encoder(name: str, shape: Sequence[Any]) -> None:
+    """A cross-encoder gives one logit (or two classes) per pair: ``[batch]``, ``[batch, 1]`` or
+    ``[batch, 2]``. A bi-encoder (an embedding model: ``[batch, tokens, width]`` or ``[batch, width]``)
+    would load and run, and its "scores" would be noise."""
+    dims = list(shape)
+    width = dims[-1] if len(dims) == 2 else None
+    if len(dims) > 2 or (isinstance(width, int) and width > 2):
+        raise RerankError(f"{name} is not a cross-encoder: its output has shape {dims} (an embedding model's), "
+                          "where a reranker gives one score per (question, passage) pair; use a cross-encoder "
+                          "export such as ms-marco-MiniLM-L-6-v2 or bge-reranker, or set it as RAGCORE_EMBED_MODEL")
 
 
 LLM_SYSTEM = (
@@ -271,18 +307,41 @@ LLM_SYSTEM = (
 
 class LlmReranker:
     """The chat model orders the passages in one call; a passage's score is 1 − position / n
-    (left out: 0)."""
+    (left out: 0). The passages are shortened to fit ``context_window`` (RAGCORE_LLM_CONTEXT_WINDOW)
+    with room for the reply; when even short passages do not fit, it says how many would."""
 
     name = "llm"
 
-    def __init__(self, complete: Callable[[list[dict]], str]) -> None:
+    def __init__(self, complete: Callable[[list[dict]], str], *, context_window: int = 8192,
+                 max_output_tokens: int = 512) -> None:
         self._complete = complete
+        self.context_window, self.max_output_tokens = context_window, max_output_tokens
+
+    def passage_chars(self, query: str, n: int) -> int:
+        """Characters each of ``n`` passages may keep (RerankError naming the setting when too few)."""
+        room = self.context_window - self.max_output_tokens - LLM_PROMPT_TOKENS - len(query) // 3
+        per = min(LLM_DOC_CHARS, room * LLM_CHARS_PER_TOKEN // max(1, n) - LLM_PASSAGE_MARKUP)
+        if per < LLM_MIN_DOC_CHARS:
+            fit = max(0, room * LLM_CHARS_PER_TOKEN // (LLM_MIN_DOC_CHARS + LLM_PASSAGE_MARKUP))
+            raise RerankError(f"{n} passages do not fit in the chat model's context window (RAGCORE_LLM_CONTEXT_WINDOW="
+                              f"{self.context_window} tokens, {self.max_output_tokens} kept for the reply): lower "
+                              f"RAGCORE_RERANK_CANDIDATES to {fit}" + ("" if fit else " or raise the window"))
+        return per
 
     def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        listing = "\n\n".join(f"<passage id={i}>\n{' '.join(d.split())[:LLM_DOC_CHARS]}\n</passage>"
+        per = self.passage_chars(query, len(documents))
+        listing = "\n\n".join(f"<passage id={i}>\n{' '.join(d.split())[:per]}\n</passage>"
                               for i, d in enumerate(documents, 1))
-        reply = self._complete([{"role": "system", "content": LLM_SYSTEM},
-                                {"role": "user", "content": f"Question: {query}\n\n{listing}\n\nRanking:"}])
+        messages = [{"role": "system", "content": LLM_SYSTEM},
+                    {"role": "user", "content": f"Question: {query}\n\n{listing}\n\nRanking:"}]
+        try:
+            reply = self._complete(messages)
+        except Exception as exc:  # the generator's own hint ("lower top_k") is about answers, not this prompt
+            if "context window" in str(exc):
+                raise RerankError(f"the {len(documents)} passages overflowed the chat model's context window: set "
+                                  "RAGCORE_LLM_CONTEXT_WINDOW to the model's real window, or lower "
+                                  f"RAGCORE_RERANK_CANDIDATES (now {len(documents)})") from None
+            raise
         ids = _listed_ids(reply, len(documents))
         if not ids:
             raise RerankError(f"the model's reply names no passage ({' '.join(reply.split())[:80]!r})")

@@ -2,37 +2,40 @@
 ``POST /v1/chat/completions`` (streamed or not) answers the last user message from the collection
 named by ``model``, the earlier user/assistant pairs being the conversation history.
 
-The reply's text is the answer with its ``[n]`` markers and a "Sources:" list at its end; the
-citations also travel in an extra top-level field ``ragcore`` (status, request_id, the follow-up
-made standalone, citations with path, lines, section, page and a short quote), which OpenAI SDKs keep (``completion.ragcore`` in
-Python, ``completion.ragcore`` in JavaScript). Sampling parameters (temperature, max_tokens …)
+The reply's text is the checked answer with its ``[n]`` markers, a one-line status when the answer is
+not ``ok``, and a "Sources:" list of what it cites (openai_reply.py); a streamed reply carries the same
+text, sent once checked (openai_stream.py). The citations also travel in an extra top-level field
+``ragcore`` (status, request_id, the follow-up made standalone, citations with path, lines, section,
+page and a short quote), which OpenAI SDKs keep (``completion.ragcore`` in Python and JavaScript). Sampling parameters (temperature, max_tokens …)
 are accepted and ignored: the answer comes from the engine's settings. System messages are ignored.
+``n`` > 1, ``tools`` and a non-text ``response_format`` are refused with a 400: they would change
+what the reply means. ``usage`` is an estimate (characters / 4).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import datetime
-from typing import Any, AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ragcore.service import openai_stream
 from ragcore.service.collections import resolved_async
 from ragcore.service.errors import ApiError, validation_message
+from ragcore.service.openai_reply import content, extra, finish_reason, refuse_unsupported, usage
 from ragcore.service.rest import answer_of
+from ragcore.service.runner import deadline_message
 from ragcore.service.schemas import AskRequest, Turn
 from ragcore.service.state import Service, service
-from ragcore.service.stream import start_ask, watch_disconnect
-from ragcore.service.wire import dumps
+from ragcore.service.stream import start_ask
 from ragcore.storage.names import CollectionRefused
-from ragcore.types import Answer, Citation
+from ragcore.types import Answer
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
-QUOTE_CHARS = 300
 
 
 class ChatRequest(BaseModel):
@@ -45,32 +48,51 @@ class ChatRequest(BaseModel):
 @router.get("/models", summary="the collections, as models")
 async def models(svc: Service = Depends(service)) -> dict[str, Any]:
     infos = await run_in_threadpool(svc.engine.collections)
-    return {"object": "list", "data": [{"id": i.name, "object": "model", "created": _epoch(i.built_at),
-                                        "owned_by": "ragcore"} for i in infos]}
+    return {"object": "list", "data": [_model(i) for i in infos]}
+
+
+@router.get("/models/{model_id}", summary="one collection, as a model")
+async def model(model_id: str, svc: Service = Depends(service)) -> dict[str, Any]:
+    infos = await run_in_threadpool(svc.engine.collections)
+    found = next((i for i in infos if i.name == model_id), None)
+    if found is None:
+        raise _no_model(model_id)
+    return _model(found)
+
+
+def _model(info: Any) -> dict[str, Any]:
+    return {"id": info.name, "object": "model", "created": _epoch(info.built_at), "owned_by": "ragcore"}
+
+
+def _no_model(name: str) -> ApiError:
+    return ApiError(404, f"The model {name!r} does not exist: models are collections, GET /v1/models lists them.",
+                    "model_not_found")
 
 
 @router.post("/chat/completions", summary="answer the last user message from the collection named by `model`")
 async def chat(body: ChatRequest, request: Request, svc: Service = Depends(service)):
+    refuse_unsupported(body.model_extra or {})
     try:  # the one collection rule (service/collections.py); 404 in OpenAI's words
         await resolved_async(svc, body.model, label="model")
     except CollectionRefused as exc:
         if exc.status != 404:
             raise
-        raise ApiError(404, f"The model {body.model!r} does not exist: models are collections, GET /v1/models "
-                            "lists them.", "model_not_found") from None
+        raise _no_model(body.model) from None
     ask = ask_of(body)
+    sent = sum(len(_text(m)) for m in body.messages)
     if body.stream:
         run = await start_ask(svc, ask, label="model")
-        return StreamingResponse(_chunks(run, request, body.model), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(openai_stream.reply(run, request, body.model, sent), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     answer = await answer_of(svc, ask)
     if answer.status == "error":
         raise ApiError(400, answer.error_message or "The question could not be answered.", "answer_error")
-    created = int(time.time())
-    return {"id": _id(answer), "object": "chat.completion", "created": created, "model": body.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.answer + sources_text(answer)},
-                         "logprobs": None, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, "ragcore": extra(answer)}
+    if answer.metadata.get("deadline_s") is not None:  # the service's deadline stopped it: an error, as when streamed
+        raise ApiError(504, deadline_message(svc.settings.deadline_s))
+    return {"id": _id(answer), "object": "chat.completion", "created": int(time.time()), "model": body.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content(answer)},
+                         "logprobs": None, "finish_reason": finish_reason(answer)}],
+            "usage": usage(answer, sent), "ragcore": extra(answer)}
 
 
 # ------------------------------------------------------------------ messages → question + history
@@ -120,37 +142,6 @@ def history_of(messages: list[dict[str, Any]]) -> list[Turn]:
 # ------------------------------------------------------------------ answer → reply
 
 
-def quote(answer: Answer, c: Citation) -> str:
-    """The cited lines of the evidence [n], shortened."""
-    ev = next((e for e in answer.evidence if e.n == c.n), None)
-    if ev is None:
-        return ""
-    lines = ev.chunk.text.splitlines()
-    a, b = c.start_line - ev.chunk.start_line, c.end_line - ev.chunk.start_line + 1
-    text = " ".join(x.strip() for x in (lines[a:b] if 0 <= a < b <= len(lines) else lines)).strip()
-    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1].rstrip() + "…"
-
-
-def extra(answer: Answer) -> dict[str, Any]:
-    conf = answer.confidence
-    return {"status": answer.status, "request_id": answer.metadata.get("request_id"), "error_message": answer.error_message,
-            "confidence": {"value": conf.value, "level": conf.level} if conf else None,
-            "standalone_question": answer.metadata.get("standalone_question"),
-            "citations": [{"n": c.n, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
-                           "section": list(c.section), "page": c.page, "support": round(c.support, 4),
-                           "quote": quote(answer, c)} for c in answer.citations]}
-
-
-def sources_text(answer: Answer) -> str:
-    if not answer.citations:
-        return ""
-    lines = []
-    for c in answer.citations:
-        where = f"{c.path}:{c.start_line}-{c.end_line}" + (f" (page {c.page})" if c.page is not None else "")
-        lines.append(f"[{c.n}] {where}" + (f" § {' › '.join(c.section)}" if c.section else ""))
-    return "\n\nSources:\n" + "\n".join(lines)
-
-
 def _id(answer: Answer) -> str:
     return f"chatcmpl-{answer.metadata.get('request_id') or 'ragcore'}"
 
@@ -160,39 +151,3 @@ def _epoch(built_at: str | None) -> int:
         return int(datetime.fromisoformat(str(built_at).replace("Z", "+00:00")).timestamp())
     except ValueError:
         return 0
-
-
-# ------------------------------------------------------------------ streamed reply
-
-
-def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None, **more: Any) -> bytes:
-    obj = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-           "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], **more}
-    return f"data: {dumps(obj)}\n\n".encode("utf-8")
-
-
-async def _chunks(run, request: Request, model: str) -> AsyncIterator[bytes]:
-    watcher = asyncio.create_task(watch_disconnect(request, run))
-    cid = "chatcmpl-ragcore"
-    try:
-        async for ev in run.events():
-            if ev.type == "started":
-                cid = f"chatcmpl-{ev.request_id}"
-                yield _chunk(cid, model, {"role": "assistant", "content": ""}, None)
-            elif ev.type == "token":
-                yield _chunk(cid, model, {"content": ev.data["text"]}, None)
-            elif ev.type == "done":
-                answer = ev.data.get("answer")
-                if isinstance(answer, Answer):
-                    if answer.status == "error":
-                        yield _chunk(cid, model, {"content": answer.error_message or "The question could not be answered."}, None)
-                    elif answer.citations:
-                        yield _chunk(cid, model, {"content": sources_text(answer)}, None)
-                    finish = "stop" if ev.data.get("status") == "ok" else "length"
-                    yield _chunk(cid, model, {}, finish, ragcore=extra(answer))
-                else:
-                    yield _chunk(cid, model, {}, "length", ragcore={"status": "error", "error_message": "deadline"})
-        yield b"data: [DONE]\n\n"
-    finally:
-        run.close()
-        watcher.cancel()

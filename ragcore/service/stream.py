@@ -3,7 +3,8 @@
 Both carry the event contract as ``rag.*`` objects (wire.py). On the socket a client sends
 ``{"type": "rag.request", ...AskRequest fields}`` (several may run at once, told apart by their
 ``request_id``, which ``rag.started`` announces) and ``{"type": "rag.cancel", "request_id": ...}``
-(without an id: every question of the socket); a cancelled question ends with
+(or ``"client_id"``: the label the client gave its ``rag.request``; with neither: every question of
+the socket, those still waiting to start included); a cancelled question ends with
 ``rag.done {status: "cancelled"}``. A client that goes away (closes the socket, drops the SSE
 connection) cancels its questions and closes the model's stream.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, Depends, Request, WebSocket, WebSocketDisconnect
@@ -93,7 +95,7 @@ async def watch_disconnect(request: Request, run: QuestionRun) -> None:
 async def ws(socket: WebSocket) -> None:
     svc: Service = socket.app.state.service
     await socket.accept()
-    runs: dict[str, QuestionRun] = {}
+    asked: list[_Asked] = []  # every question of the socket, from its rag.request on (a cancel may come at once)
     tasks: set[asyncio.Task] = set()
     send_lock = asyncio.Lock()
 
@@ -109,19 +111,21 @@ async def ws(socket: WebSocket) -> None:
                 continue
             kind = msg.get("type") if isinstance(msg, dict) else None
             if kind == "rag.request":
-                task = asyncio.create_task(_ws_question(svc, msg, runs, send))
+                q = _Asked(msg.get("client_id"))
+                asked.append(q)
+                task = asyncio.create_task(_ws_question(svc, msg, q, asked, send))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             elif kind == "rag.cancel":
-                _cancel(runs, msg.get("request_id"))
+                _cancel(asked, msg.get("request_id"), msg.get("client_id"))
             else:
                 await send(_ws_error(None, "invalid_request", "send {\"type\": \"rag.request\", ...} or "
                                                               "{\"type\": \"rag.cancel\", \"request_id\": ...}"))
     except (WebSocketDisconnect, RuntimeError):
         pass  # gone: the socket ends and its questions stop
     finally:
-        for run in runs.values():
-            run.close()
+        for q in asked:
+            q.cancel(close=True)
         for task in tasks:
             task.cancel()
         with contextlib.suppress(Exception):
@@ -146,44 +150,69 @@ async def _next_message(socket: WebSocket) -> Any:
         return _NOT_JSON
 
 
-def _cancel(runs: dict[str, QuestionRun], request_id: Any) -> None:
-    for rid, run in list(runs.items()):
-        if request_id in (None, rid):
-            run.cancel("cancelled")
+@dataclass
+class _Asked:
+    """One question of a socket: cancellable from its ``rag.request`` on, before its run exists."""
+
+    client_id: Any
+    run: QuestionRun | None = None
+    cancelled: bool = False
+
+    def cancel(self, close: bool = False) -> None:
+        self.cancelled = True
+        if self.run is not None:
+            self.run.close() if close else self.run.cancel("cancelled")
 
 
-async def _ws_question(svc: Service, msg: dict[str, Any], runs: dict[str, QuestionRun], send) -> None:
+def _cancel(asked: list[_Asked], request_id: Any, client_id: Any) -> None:
+    for q in list(asked):
+        rid = q.run.request_id if q.run is not None else None
+        if (request_id is None and client_id is None) or (request_id is not None and request_id == rid) \
+                or (client_id is not None and client_id == q.client_id):
+            q.cancel()
+
+
+async def _ws_question(svc: Service, msg: dict[str, Any], q: _Asked, asked: list[_Asked], send) -> None:
     client_id = msg.get("client_id")
     fields = {k: v for k, v in msg.items() if k not in ("type", "client_id")}
     try:
-        run = await start_ask(svc, AskRequest.model_validate(fields))
+        run = await _started(svc, fields, client_id, send)
+        if run is None:
+            return
+        q.run = run
+        if q.cancelled:  # cancelled while it was being started: it ends at once, with rag.done {cancelled}
+            run.cancel("cancelled")
+        try:
+            async for ev in run.events():
+                obj = event_json(ev)
+                if client_id is not None:
+                    obj["client_id"] = client_id
+                await send(obj)
+        except Exception as exc:  # noqa: BLE001 - the engine failed: said on the socket, the type only in the log
+            log.error("unexpected %s in a WebSocket question", type(exc).__name__)
+            await send(_ws_error(client_id, "internal_error", f"The service failed on this request ({type(exc).__name__})."))
+        finally:
+            run.close()
+    finally:
+        asked.remove(q)
+
+
+async def _started(svc: Service, fields: dict[str, Any], client_id: Any, send) -> QuestionRun | None:
+    """The question's run, or None once its refusal was sent (rag.error): every refusal is a reply (top_k 0
+    once died in this task unheard)."""
+    try:
+        return await start_ask(svc, AskRequest.model_validate(fields))
     except ValidationError as exc:
         await send(_ws_error(client_id, "invalid_request", validation_message(exc.errors())))
-        return
-    except Exception as exc:  # noqa: BLE001 - every refusal is a reply (top_k 0 once died in this task unheard)
+    except Exception as exc:  # noqa: BLE001
         response = known_error_response(exc)
         if response is None:
             log.error("unexpected %s on a WebSocket question", type(exc).__name__)
             await send(_ws_error(client_id, "internal_error", f"The service failed on this request ({type(exc).__name__})."))
-            return
-        error = json.loads(response.body)["error"]
-        await send(_ws_error(client_id, error["code"], error["message"]))
-        return
-    try:
-        async for ev in run.events():
-            if ev.type == "started":
-                runs[ev.request_id] = run
-            obj = event_json(ev)
-            if client_id is not None:
-                obj["client_id"] = client_id
-            await send(obj)
-    except Exception as exc:  # noqa: BLE001 - the engine failed: said on the socket, the type only in the log
-        log.error("unexpected %s in a WebSocket question", type(exc).__name__)
-        await send(_ws_error(client_id, "internal_error", f"The service failed on this request ({type(exc).__name__})."))
-    finally:
-        run.close()
-        if run.request_id:
-            runs.pop(run.request_id, None)
+        else:
+            error = json.loads(response.body)["error"]
+            await send(_ws_error(client_id, error["code"], error["message"]))
+    return None
 
 
 def _ws_error(client_id: Any, code: str, message: str) -> dict[str, Any]:

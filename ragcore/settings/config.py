@@ -135,15 +135,16 @@ class RagcoreSettings:
         help="Put before each chunk (e5: `passage:`).")
     embed_timeout_s: float = _setting(
         60.0, "float", gt=0.0,
-        help="Seconds one embeddings request may take; 429, 5xx and timeouts are retried 4 times with backoff.")
+        help="The most seconds one embeddings request may take (each request's own timeout follows its size, at least "
+             "10 s); 429, 5xx and timeouts are retried 4 times, smaller.")
     # requests in flight
     embed_concurrency: int = _setting(
         4, "int", ge=1, le=64,
-        help="Embeddings requests in flight.")
+        help="The most embeddings requests in flight (they start at 2 and adapt to the server).")
     # texts per request
     embed_request_size: int = _setting(
         64, "int", ge=1, le=2048,
-        help="Texts per embeddings request.")
+        help="The most texts per embeddings request (requests start at about 512 tokens and adapt to the server).")
     # endpoint:<model> | onnx:<folder> | llm (off)
     rerank: str | None = _setting(
         None, "str", optional=True, shown_default="not set (off)",

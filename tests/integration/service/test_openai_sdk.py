@@ -65,3 +65,23 @@ def test_errors_reach_the_sdk_as_its_own_exceptions(served, client: openai.OpenA
     wrong = openai.OpenAI(base_url=served.url + "/v1", api_key="not-the-key", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         wrong.models.list()
+
+
+def test_one_model_is_retrieved_by_its_id(client: openai.OpenAI) -> None:
+    assert client.models.retrieve("guide").id == "guide"
+    with pytest.raises(openai.NotFoundError, match="models are collections"):
+        client.models.retrieve("nope")
+
+
+def test_usage_counts_the_reply(client: openai.OpenAI) -> None:
+    done = client.chat.completions.create(model="guide", messages=[{"role": "user", "content": QUESTION}])
+    u = done.usage
+    assert u.completion_tokens > 0 and u.prompt_tokens > 0 and u.total_tokens == u.prompt_tokens + u.completion_tokens
+
+
+@pytest.mark.parametrize("param, value", [("n", 2), ("tools", [{"type": "function", "function": {"name": "f"}}]),
+                                          ("response_format", {"type": "json_object"})])
+def test_parameters_that_would_change_the_reply_are_refused(client: openai.OpenAI, param, value) -> None:
+    with pytest.raises(openai.BadRequestError, match=f"^Error code: 400 .*{param}:") as err:
+        client.chat.completions.create(model="guide", messages=[{"role": "user", "content": QUESTION}], **{param: value})
+    assert err.value.code == "unsupported_parameter"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,33 @@ def test_the_setting_builds_it_and_a_bad_folder_says_what_is_missing(tmp_path) -
     assert isinstance(reranker_for(f"onnx:{folder}", RagcoreSettings(data_dir=tmp_path)), OnnxCrossEncoder)
     with pytest.raises(RerankError, match="needs model.onnx and tokenizer.json"):
         OnnxCrossEncoder(tmp_path / "nothing")
+
+
+def test_a_bi_encoder_folder_is_refused_not_scored_as_noise(tmp_path) -> None:
+    # the bundled MiniLM is an embedding model: it loads and runs on (question, passage) pairs, but its
+    # output is one vector per token, not one score per pair
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    for f in model_files():
+        shutil.copy(f, folder / f.name)
+    with pytest.raises(RerankError, match="not a cross-encoder: its output has shape"):
+        OnnxCrossEncoder(folder).scores("how are refunds issued?", ["refunds take 14 days", "the sky"])
+
+
+def test_the_first_question_waits_for_the_model_not_the_fused_order(tmp_path) -> None:
+    from ragcore.retrieval.rerank import rerank_candidates
+    from ragcore.types import Candidate, Chunk
+
+    class SlowToLoad(OnnxCrossEncoder):  # a real session, loaded as slowly as on a busy machine
+        def _load(self) -> None:
+            if self._session is None:
+                time.sleep(1.5)
+            super()._load()
+
+    chunks = [Chunk(chunk_id=f"c{i}", text=text, path="a.md", doc_hash="h", kind="markdown", start_line=i, end_line=i)
+              for i, text in enumerate(["x", "a much longer passage about how refunds are issued"], 1)]
+    pool = [Candidate(chunk=c, dense_score=None, sparse_score=None, fused_score=None, dense_rank=None, sparse_rank=None,
+                      fused_rank=r, rank=r) for r, c in enumerate(chunks, 1)]
+    out = rerank_candidates("how are refunds issued?", pool, SlowToLoad(cross_encoder_folder(tmp_path)), top_n=2,
+                            timeout_s=1.0)  # scoring takes milliseconds; loading took 1.5 s
+    assert out.note is None and [c.chunk.chunk_id for c in out.candidates] == ["c2", "c1"]

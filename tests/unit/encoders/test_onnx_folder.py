@@ -107,3 +107,19 @@ def test_llamaindex_embedding_uses_the_query_prefix(tmp_path, encoder: OnnxMiniL
     emb = embedding_for(f"onnx:{folder}", RagcoreSettings(data_dir=tmp_path))
     assert np.allclose(emb.get_query_embedding("what"), encoder.encode(["query: what"])[0], atol=1e-6)
     assert np.allclose(emb.get_text_embedding("what"), encoder.encode(["what"])[0], atol=1e-6)
+
+
+def test_the_docs_recipe_for_a_minilm_folder_gives_the_default_vectors(tmp_path, encoder: OnnxMiniLM,
+                                                                        monkeypatch) -> None:
+    """docs/19's recipe, run as written: without its sentence_bert_config.json a long text got other vectors."""
+    import re
+
+    from tests.conftest import REPO
+
+    page = REPO / "docs" / "19-choosing-models.md"
+    block = re.search(r"```python\n(# the bundled MiniLM as an onnx:<folder> model\n.*?)```", page.read_text(), re.S)
+    assert block, "docs/19 has the recipe"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "docs/19-choosing-models.md", "exec"), {})
+    enc = encoder_for_spec(f"onnx:{tmp_path / 'minilm-folder'}", RagcoreSettings(data_dir=tmp_path))
+    assert np.array_equal(enc.encode_uncached(TEXTS), encoder.encode_uncached(TEXTS))

@@ -75,10 +75,11 @@ def test_requests_overlap_answers_out_of_order_land_on_their_own_chunks(tmp_path
     written = record_write_order(engine)
     report = engine.ingest([write_corpus(tmp_path / "c", corpus())], "ep", settings=s, calibrate=False)
     assert report.chunks_written == report.chunks_embedded >= 20 and report.count("failed") == 0
-    assert server.max_in_flight >= 3  # several requests in flight, no more than RAGCORE_EMBED_CONCURRENCY
+    assert server.max_in_flight >= 2  # several requests in flight (2 at the start: adaptive.py), no more than RAGCORE_EMBED_CONCURRENCY
     assert server.max_in_flight <= 4
-    assert any(len(r.body["input"]) == 4 for r in server.requests)  # RAGCORE_EMBED_REQUEST_SIZE per request
-    assert sum(1 for r in server.requests if r.body["input"] == server.requests[4].body["input"]) == 2  # 429: sent again
+    assert max(len(r.body["input"]) for r in server.requests) <= 4  # RAGCORE_EMBED_REQUEST_SIZE is the ceiling
+    refused = server.requests[4].body["input"]  # the 429: its texts are sent again (in a request sized anew)
+    assert all(sum(t in r.body["input"] for r in server.requests) == 2 for t in refused)
     chunks, dense = stored_chunks(engine, "ep")
     assert len(chunks) == report.chunks_written
     for c, v in zip(chunks, dense):  # each vector is its own chunk's (the server's bag of words of it)
