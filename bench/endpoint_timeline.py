@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.common import DJANGO, sample_files
+from bench.common import DJANGO, sample_files, stage_sample
 
 Event = tuple[str, float, float, str]  # stage, start s, end s, thread
 
@@ -79,7 +79,6 @@ def idle(events: list[Event], total: float) -> dict[str, float]:
 
 
 def timeline(ms: float, limit: int, corpus: Path) -> dict[str, Any]:
-    from bench.cli import _stage
     from bench.endpoint import _recording, _scripted_server
     from ragcore.engine.engine import Engine
     from ragcore.settings.config import RagcoreSettings
@@ -89,7 +88,7 @@ def timeline(ms: float, limit: int, corpus: Path) -> dict[str, Any]:
     _instrument(events, lambda: start[0])
     files = sample_files(corpus, limit)
     with _scripted_server(ms) as url, tempfile.TemporaryDirectory() as tmp:
-        staging = _stage(corpus, files, Path(tmp) / "corpus")
+        staging = stage_sample(corpus, files, Path(tmp) / "corpus")
         s = RagcoreSettings.from_env().with_(data_dir=Path(tmp) / "data", embed_model="openai:embed", embed_base_url=url)
         start[0] = time.perf_counter()
         engine = Engine(s)

@@ -156,15 +156,22 @@ def ingest(
         raise
     finally:
         writer.close()
-    if run.headings:  # the topic index (topics.py) needs them at the first question; embed them now
-        if progress:
-            progress(total, total, f"embedding {len(run.headings)} section headings")
-        store.headings.for_model(record).ensure(run.headings, encoder.encode_uncached)  # storage/headings.py, per model
+    _embed_headings(run, store, record, encoder, progress, total)
     _prune(run, store, collection, prune, frozenset(remove))
     if progress:
         progress(total, total, "")
     sustained = encoder.sustained(mark) if mark is not None else None  # type: ignore[attr-defined]
     return _finish(run, store, collection, root, settings, writer, t0, encoder.record(), sustained)
+
+
+def _embed_headings(run: _Run, store: Store, record, encoder, progress: Progress | None, total: int) -> None:
+    """The topic index (topics.py) needs the new section headings at the first question: embed them now,
+    as a named step of the progress (storage/headings.py keeps them per model)."""
+    if not run.headings:
+        return
+    if progress:
+        progress(total, total, f"embedding {len(run.headings)} section headings")
+    store.headings.for_model(record).ensure(run.headings, encoder.encode_uncached)
 
 
 def _write_files(sources: Sequence[SourceFile], run: _Run, settings: RagcoreSettings, writer: BatchWriter,
