@@ -150,7 +150,10 @@ def test_hostile_passages_stay_inert(recorded: tuple[Path, Notebook]) -> None:
     for p in hostile:
         for m in re.finditer(re.escape(p), md):
             assert any(a <= m.start() and m.end() <= b for a, b in regions), p
-    assert any("](javascript:" in c.current.text for c in nb.cells), "an answer quotes the link: the check below bites"
+    # an answer quotes the sentence with the link, the link shown as text (safety/injection.py defang_links),
+    # so the check below bites on what an answer carries
+    assert any("javascript:" in c.current.text for c in nb.cells), "an answer quotes the link"
+    assert not any(re.search(r"(?<!\\)\[[^\]\n]*\]\(javascript:", c.current.text) for c in nb.cells)
     for needle in (r"<script", r"(?<!\\)\[[^\]\n]*\]\(javascript:"):
         for m in re.finditer(needle, md):
             assert any(a <= m.start() < b for a, b in regions), md[max(0, m.start() - 200) : m.start() + 50]
