@@ -64,7 +64,7 @@ def ingest_ref(
                             encoder=encoder, settings=s, prune=work.plan is None, remove=remove, cache=cache,
                             progress=progress, chunk_progress=chunk_progress)
             engine.store.write_meta(name, {"source": {**work.record.as_meta(), "fingerprint": work.fingerprint}})
-            engine._after_write(name, s, calibrate)
+            report = engine._after_write(name, s, calibrate, report, progress, len(work.files.sources))
     finally:
         cache.close()
     skipped = tuple(FileOutcome(k.path, "skipped", reason=k.reason) for k in work.files.skipped)

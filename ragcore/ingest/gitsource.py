@@ -220,7 +220,7 @@ def change_plan(repo: Repo, old: str, new: str) -> ChangePlan:
 
 
 @dataclass(frozen=True)
-class Staleness:
+class RefStaleness:
     """How far the source has moved since the ingest: ``state`` current | moved | dirty | pinned
     | unknown (the repository or the commit cannot be read here; ``note`` says why)."""
 
@@ -234,7 +234,7 @@ class Staleness:
         return asdict(self)
 
 
-def staleness(record: SourceRecord) -> Staleness | None:
+def staleness(record: SourceRecord) -> RefStaleness | None:
     """Whether the ref (or a folder's work tree) has moved since ``record`` was taken; None for
     a collection not built from git."""
     if not record.repository or not record.commit:
@@ -242,23 +242,23 @@ def staleness(record: SourceRecord) -> Staleness | None:
     try:
         repo = gitrepo.open_repo(record.repository)
         if record.mode == "commit":
-            return Staleness("pinned", record.commit)
+            return RefStaleness("pinned", record.commit)
         if record.mode == "ref":
             now = gitrepo.resolve(repo, record.ref or "HEAD")
         else:
             now = gitrepo.head(repo)[0] or record.commit
         return _moved(repo, record, now)
     except GitError as exc:
-        return Staleness("unknown", note=str(exc))
+        return RefStaleness("unknown", note=str(exc))
 
 
-def _moved(repo: Repo, record: SourceRecord, now: str) -> Staleness:
+def _moved(repo: Repo, record: SourceRecord, now: str) -> RefStaleness:
     old = record.commit or now
     prefix = record.subdir if record.mode == "path" else ""
     if now != old:
         if not gitrepo.has_commit(repo, old):
-            return Staleness("unknown", now, note=f"the ingested commit {old[:12]} is no longer in the repository")
-        return Staleness("moved", now, gitrepo.commits_between(repo, old, now), len(gitrepo.diff(repo, old, now, prefix)))
+            return RefStaleness("unknown", now, note=f"the ingested commit {old[:12]} is no longer in the repository")
+        return RefStaleness("moved", now, gitrepo.commits_between(repo, old, now), len(gitrepo.diff(repo, old, now, prefix)))
     if record.mode == "path" and repo.top is not None and gitrepo.is_dirty(repo, repo.top / prefix if prefix else None):
-        return Staleness("dirty", now, note="the folder has changes that are not committed")
-    return Staleness("current", now)
+        return RefStaleness("dirty", now, note="the folder has changes that are not committed")
+    return RefStaleness("current", now)

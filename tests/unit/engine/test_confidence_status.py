@@ -33,6 +33,6 @@ def test_the_unsure_lead_needs_no_citation() -> None:
 def test_the_confidence_is_in_the_answer_json_and_the_ragcore_field() -> None:
     a = Answer(question="q", answer="a [1]", status="ok", confidence=Confidence(0.82, "high"))
     assert a.to_dict()["confidence"] == {"value": 0.82, "level": "high", "decides": True}
-    assert extra(a)["confidence"] == {"value": 0.82, "level": "high"}
+    assert extra(a)["confidence"] == {"value": 0.82, "level": "high", "decides": True}
     none = Answer(question="q", answer="", status="abstained")
     assert none.to_dict()["confidence"] is None and extra(none)["confidence"] is None
