@@ -176,6 +176,17 @@ class CollectionInfo:
     problem: str | None = None  # what cannot be read of it (damaged files, a busy store) and what to run
     source: Mapping[str, Any] = field(default_factory=dict)  # the git source record (ingest/gitsource.py), if any
 
+    @property
+    def state(self) -> str:
+        """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version) ·
+        damaged (its files in the store cannot be read: ``problem`` says what to run) · busy (another process
+        holds the store): one word for `ragcore collections`, /api/collections and the app."""
+        if self.problem:
+            return "busy" if "in use by another process" in self.problem else "damaged"
+        if self.corpus_version is None:
+            return "incomplete"
+        return "empty" if self.chunks == 0 else "ready"
+
 
 # --------------------------------------------------------------------------- retrieval
 

@@ -289,13 +289,8 @@ STATE_NOTES = {
 
 
 def collection_state(info) -> str:
-    """ready · empty (ingested, no chunks) · incomplete (created, never finished: no corpus version) ·
-    damaged (its files in the store cannot be read: ``info.problem`` says what to run) · busy."""
-    if info.problem:
-        return "busy" if "in use by another process" in info.problem else "damaged"
-    if info.corpus_version is None:
-        return "incomplete"
-    return "empty" if info.chunks == 0 else "ready"
+    """The collection's state word (``CollectionInfo.state``)."""
+    return info.state
 
 
 # ------------------------------------------------------------------ serve

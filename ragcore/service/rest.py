@@ -34,9 +34,10 @@ async def healthz() -> dict[str, str]:
 async def collections(svc: Service = Depends(service)) -> list[dict[str, Any]]:
     infos = await run_in_threadpool(svc.engine.collections)
     git = await run_in_threadpool(sources_by_name, svc.engine)  # source and staleness (gitroutes.py)
+    # a damaged or busy collection is listed with its state and what recovers it (its problem), beside the others
     return [{"name": i.name, "documents": i.documents, "chunks": i.chunks, "corpus_version": i.corpus_version,
-             "built_at": i.built_at, "model": i.embedding_model,
-             **git.get(i.name, {"source": None, "staleness": None})} for i in infos]
+             "built_at": i.built_at, "model": i.embedding_model, "state": i.state, "snapshot": i.snapshot,
+             "problem": i.problem, **git.get(i.name, {"source": None, "staleness": None})} for i in infos]
 
 
 @router.get("/api/collections/{name}/documents", tags=["corpus"], summary="a collection's documents")

@@ -98,6 +98,9 @@ def test_one_damaged_collection_breaks_no_other(data, capsys, damage: str) -> No
         with httpx.Client(base_url=served.url, timeout=120) as http:
             got = http.get("/api/collections")
             assert got.status_code == 200 and {c["name"] for c in got.json()} >= {"healthy", "nosnap", "broken"}
+            listed = {c["name"]: c for c in got.json()}  # the damaged one with its state and what recovers it
+            assert listed["broken"]["state"] == "damaged" and "--rebuild" in listed["broken"]["problem"]
+            assert listed["healthy"]["state"] == "ready" and listed["healthy"]["problem"] is None
             assert http.get("/v1/models").status_code == 200
             chat = http.post("/v1/chat/completions", json={"model": "nosnap", "messages": [
                 {"role": "user", "content": "Where are sessions stored?"}]})
