@@ -20,6 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 
+from ragcore.service.errors import without_paths
 from ragcore.service.mcp.errors import ToolProblem
 from ragcore.service.mcp.lines import MAX_READ_LINES
 from ragcore.service.mcp.outputs import json_text
@@ -59,7 +60,7 @@ async def _call(coro: Any) -> str:
     try:
         return json_text(await coro)
     except ToolProblem as exc:  # the SDK answers a ToolError with isError and its text
-        raise ToolError(str(exc)) from None
+        raise ToolError(without_paths(str(exc))) from None  # as the HTTP routes: no server path out
 
 
 def _corpus_tools(server: MCPServer, tools: RagTools) -> None:
@@ -146,4 +147,4 @@ async def _resource(coro: Any) -> dict[str, Any]:
     try:
         return await coro
     except ToolProblem as exc:
-        raise ResourceError(str(exc)) from None
+        raise ResourceError(without_paths(str(exc))) from None

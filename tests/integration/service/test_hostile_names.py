@@ -103,3 +103,33 @@ def test_refusals_say_why(served) -> None:
         assert model.status_code == 404 and model.json()["error"]["code"] == "model_not_found"
         up = client.post("/api/collections/ragcore__meta/ingest", files={"files": ("a.md", b"# A\n\ntext\n")})
         assert up.status_code == 422 and "ragcore__" in up.json()["error"]["message"]
+
+
+async def _mcp_replies(url: str, names: list[str]) -> list[tuple[str, str, bool, str]]:
+    from mcp import Client
+
+    from tests.integration.mcp.test_mcp_server import example
+
+    out = []
+    async with Client(example.http_server(url + "/mcp"), read_timeout_seconds=120) as client:
+        for name in names:
+            for tool, args in (("search", {"collection": name, "question": QUESTION}),
+                               ("ask", {"collection": name, "question": QUESTION}),
+                               ("read", {"collection": name, "path": "08-selected-text-mode.md", "start": 1, "end": 3})):
+                r = await client.call_tool(tool, args)
+                out.append((tool, name, r.is_error, " ".join(getattr(c, "text", "") for c in r.content)))
+    return out
+
+
+def test_the_mcp_tools_refuse_every_hostile_name(served, guide_data, other_data) -> None:
+    """The MCP tools (/mcp on the same server) resolve names through the same rule: a tool error with a
+    reason for each hostile name, nothing read from another data folder, no path, no traceback."""
+    pytest.importorskip("mcp")
+    names = hostile_names(guide_data, other_data)
+    replies = asyncio.run(_mcp_replies(served.url, names))
+    assert len(replies) == 3 * len(names)
+    for tool, name, is_error, text in replies:
+        where = f"{tool} {name[:60]!r}"
+        assert is_error, f"{where}: answered {text[:200]}"
+        assert "heliotrope" not in text and "Traceback" not in text, where
+        assert str(guide_data) not in text and str(other_data) not in text, where
