@@ -74,18 +74,22 @@ def writer_waiting(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def writers_waiting(path: Path) -> bool:
-    """Whether a writer (of any process, this one included) waits for the store."""
-    f_path = path / WRITER_FILE
-    if not f_path.exists():
+def _held(lock: Path) -> bool:
+    """Whether some handle (of any process, this one included) holds a lock on the file ``lock``."""
+    if not lock.exists():
         return False
-    with open(f_path, "a+") as f:
+    with open(lock, "a+") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return True
         fcntl.flock(f, fcntl.LOCK_UN)
         return False
+
+
+def writers_waiting(path: Path) -> bool:
+    """Whether a writer (of any process, this one included) waits for the store."""
+    return _held(path / WRITER_FILE)
 
 
 def let_writers_in(path: Path, until: float) -> None:
@@ -96,16 +100,7 @@ def let_writers_in(path: Path, until: float) -> None:
 
 def folder_locked(path: Path) -> bool:
     """Whether a process (this one included, through another handle) holds the embedded store's lock."""
-    lock = path / ".lock"
-    if not lock.exists():
-        return False
-    with open(lock, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return False
+    return _held(path / ".lock")
 
 
 def wait_for_folder_lock(path: Path, until: float) -> None:
