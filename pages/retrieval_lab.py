@@ -102,13 +102,13 @@ def fusion_controls() -> None:
 
 def signal_controls() -> None:
     """The retrieval signals, the lab's own like every other control here: label, range and help from the
-    settings catalog (a number input for counts, a slider for weights)."""
+    settings catalog. Number inputs, weights too: an exact value can be typed (a slider over 0-10 in steps of
+    0.1 takes a hundred key presses to reach one)."""
     st.caption("Each signal's scores show in the table while it is on.")
     for name in SIGNALS:
         e = catalog.entry(name)
         lo, hi, step = catalog.widget_range(name)
-        widget = st.number_input if e.rule.kind == "int" else st.slider
-        state.bound(widget, e.rule.label, f"lab_{name}", key=f"lab_{name}_w", min_value=lo, max_value=hi, step=step,
+        state.bound(st.number_input, e.rule.label, f"lab_{name}", key=f"lab_{name}_w", min_value=lo, max_value=hi, step=step,
                     help=e.rule.help)
 
 

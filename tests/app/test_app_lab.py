@@ -156,15 +156,15 @@ def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
     assert {"doc", "doc #"} <= set(shown) and "field" not in shown, shown  # documents ranked by default
     assert not any(c.value.startswith("expanded with:") for c in at.caption)
     # every signal off: no empty columns
-    at.slider(key="lab_doc_decay_w").set_value(0.0).run()
-    at.slider(key="lab_named_weight_w").set_value(0.0).run()
-    at.slider(key="lab_doc_title_weight_w").set_value(0.0).run()
+    at.number_input(key="lab_doc_decay_w").set_value(0.0).run()
+    at.number_input(key="lab_named_weight_w").set_value(0.0).run()
+    at.number_input(key="lab_doc_title_weight_w").set_value(0.0).run()
     ok(at)
     assert not {"field", "doc", "doc #"} & set(_table(at).columns)
     queries = at.session_state["lab_queries"]
 
     # fielded BM25 on: a new ranking (queries again), the field part shown; the notebook's settings untouched
-    at.slider(key="lab_field_weight_w").set_value(2.0).run()
+    at.number_input(key="lab_field_weight_w").set_value(2.0).run()
     ok(at)
     assert at.session_state["lab_queries"] > queries
     df = _table(at)
@@ -173,7 +173,7 @@ def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
     assert at.session_state["rc_base"].field_weight == 0.0
 
     # documents, then passages: every chunk carries its document's score and rank; one document, one score
-    at.slider(key="lab_doc_decay_w").set_value(1.0).run()
+    at.number_input(key="lab_doc_decay_w").set_value(1.0).run()
     ok(at)
     df = _table(at)
     assert {"doc", "doc #"} <= set(df.columns)
@@ -204,8 +204,8 @@ def test_retrieval_signals_are_the_labs_own_and_show_when_on(app_env):
 
 def test_probe_shows_the_chunks_signals(app_env):
     at = _lab()
-    at.slider(key="lab_field_weight_w").set_value(2.0).run()
-    at.slider(key="lab_doc_decay_w").set_value(1.0).run()
+    at.number_input(key="lab_field_weight_w").set_value(2.0).run()
+    at.number_input(key="lab_doc_decay_w").set_value(1.0).run()
     at.number_input(key="lab_prf_terms_w").set_value(5).run()
     at.selectbox(key="probe_path").set_value("05-scores-top-k-and-threshold.md").run()
     at.button(key="probe_go").click().run()
@@ -215,10 +215,10 @@ def test_probe_shows_the_chunks_signals(app_env):
     assert sig["document rank"].iloc[0] == "1"
     assert sig["expansion terms in the chunk"].iloc[0].endswith("(of 5)")
     # signals off: no signal table
-    at.slider(key="lab_field_weight_w").set_value(0.0).run()
-    at.slider(key="lab_doc_decay_w").set_value(0.0).run()
-    at.slider(key="lab_named_weight_w").set_value(0.0).run()
-    at.slider(key="lab_doc_title_weight_w").set_value(0.0).run()
+    at.number_input(key="lab_field_weight_w").set_value(0.0).run()
+    at.number_input(key="lab_doc_decay_w").set_value(0.0).run()
+    at.number_input(key="lab_named_weight_w").set_value(0.0).run()
+    at.number_input(key="lab_doc_title_weight_w").set_value(0.0).run()
     at.number_input(key="lab_prf_terms_w").set_value(0).run()
     at.button(key="probe_go").click().run()
     ok(at)

@@ -58,7 +58,7 @@ def test_ask_returns_the_answer_contract(client: httpx.Client, start_server, gui
     # the same object `ragcore ask --json` prints: Engine.ask's Answer, as JSON
     direct = client.post("/api/ask", json={"question": QUESTION, "top_k": 3}).json()
     assert set(direct) == {"question", "answer", "status", "citations", "evidence", "candidates", "validation",
-                           "metadata", "error_message"}
+                           "metadata", "error_message", "confidence"}
     assert direct["metadata"]["config"]["top_k"] == 3
 
 
