@@ -11,9 +11,9 @@ to back, is self-contained and must stay so (tests/unit/engine/test_followup_set
 from __future__ import annotations
 
 import re
-from typing import Callable
 
 from ragcore.abstain.coverage import subjects
+from ragcore.encoders.sparse import STOPWORDS
 
 MAX_FOLLOWUP_WORDS = 10
 # continuations that always lean on what was said ("What about the default?")
@@ -36,11 +36,16 @@ _CLAUSE_BREAK = re.compile(
 )
 _DEMONSTRATIVE = re.compile(r"\b(?:this|that|these|those)\b", re.I)
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
+# words that ask rather than name: carried, they would steer retrieval towards any how-to page
+QUESTION_WORDS = frozenset("""
+    can could should would may might must shall does did doing done get gets got use used using make makes
+    want need needs work works way ways possible happen happens set sets change changes find tell know
+    there here why how what which who when where whom whose also else other another thing things
+""".split())
 
 
-def is_followup(question: str, asks: frozenset[str], content: Callable[[str], list[str]]) -> bool:
-    """Short, and leaning on something said before (see the module docstring). ``content(text)``
-    lists the content words of ``text``; ``asks`` are the words that ask rather than name."""
+def is_followup(question: str) -> bool:
+    """Short, and leaning on something said before (see the module docstring)."""
     words = question.split()
     if not words or len(words) > MAX_FOLLOWUP_WORDS:
         return False
@@ -51,7 +56,7 @@ def is_followup(question: str, asks: frozenset[str], content: Callable[[str], li
     pronoun = first_pronoun(question)
     if pronoun is None:
         return False
-    return not points_inside(question, pronoun, asks, content)
+    return not points_inside(question, pronoun)
 
 
 def first_pronoun(question: str) -> re.Match | None:
@@ -69,7 +74,7 @@ def first_pronoun(question: str) -> re.Match | None:
     return None
 
 
-def points_inside(question: str, pronoun: re.Match, asks: frozenset[str], content: Callable[[str], list[str]]) -> bool:
+def points_inside(question: str, pronoun: re.Match) -> bool:
     """The pronoun refers to something the question itself names:
     - an earlier clause named a subject that does not ask ("What is WAL mode and what are its
       disadvantages?", "Can I call pdb.set_trace() from my spiders to debug them?");
@@ -82,11 +87,21 @@ def points_inside(question: str, pronoun: re.Match, asks: frozenset[str], conten
     before = question[: pronoun.start()]
     clauses = _CLAUSE_BREAK.split(before)
     earlier = " ".join(clauses[:-1])
-    if earlier and (subjects(earlier) or any(w.lower() not in asks for w in content(earlier))):
+    if earlier and (subjects(earlier) or any(w.lower() not in QUESTION_WORDS for w in key_terms(earlier))):
         return True
     if subjects(before):
         return True
     if _DEMONSTRATIVE.fullmatch(pronoun.group(0)) and subjects(" ".join(question[pronoun.end():].split()[:4])):
         return True
-    named = [w for w in content(before) if w.lower() not in asks]
+    named = [w for w in key_terms(before) if w.lower() not in QUESTION_WORDS]
     return before.rstrip().lower().endswith("like") and len(named) >= 2
+
+
+def key_terms(text: str) -> list[str]:
+    """Content words of ``text`` in their own spelling, in order, without stopwords."""
+    out: list[str] = []
+    for w in _WORD.findall(text):
+        lw = w.lower().strip(".-")
+        if len(lw) > 2 and lw not in STOPWORDS and lw not in {x.lower() for x in out}:
+            out.append(w.strip(".-"))
+    return out

@@ -22,17 +22,10 @@ from typing import Sequence
 
 from ragcore.abstain.coverage import subjects
 from ragcore.engine import anaphora
-from ragcore.encoders.sparse import STOPWORDS
+from ragcore.engine.anaphora import QUESTION_WORDS, key_terms
 
 MAX_CARRIED = 4  # words carried when the previous question names no subject
 _REPLACEABLE = re.compile(r"\b(it|them)\b(?!['’])", re.I)
-_WORD = re.compile(r"[A-Za-z_][\w.\-]*")
-# words that ask rather than name: carried, they would steer retrieval towards any how-to page
-_QUESTION_WORDS = frozenset("""
-    can could should would may might must shall does did doing done get gets got use used using make makes
-    want need needs work works way ways possible happen happens set sets change changes find tell know
-    there here why how what which who when where whom whose also else other another thing things
-""".split())
 
 
 @dataclass(frozen=True)
@@ -46,17 +39,7 @@ class Resolved:
 
 def is_followup(question: str) -> bool:
     """Short, and leaning on something said before (anaphora.py says when)."""
-    return anaphora.is_followup(question, _QUESTION_WORDS, key_terms)
-
-
-def key_terms(text: str) -> list[str]:
-    """Content words of ``text`` in their own spelling, in order, without stopwords."""
-    out: list[str] = []
-    for w in _WORD.findall(text):
-        lw = w.lower().strip(".-")
-        if len(lw) > 2 and lw not in STOPWORDS and lw not in {x.lower() for x in out}:
-            out.append(w.strip(".-"))
-    return out
+    return anaphora.is_followup(question)
 
 
 def subject_of(question: str) -> list[str]:
@@ -64,7 +47,7 @@ def subject_of(question: str) -> list[str]:
     named = [s.text for s in subjects(question)]
     if named:
         return named
-    return [w for w in key_terms(question) if w.lower() not in _QUESTION_WORDS][:MAX_CARRIED]
+    return [w for w in key_terms(question) if w.lower() not in QUESTION_WORDS][:MAX_CARRIED]
 
 
 def resolve(question: str, history: Sequence[tuple[str, str]]) -> Resolved:
