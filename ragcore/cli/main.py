@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ragcore.cli.plugins import BENCH_HELP
@@ -245,7 +244,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
     if args.json:
         from ragcore.types import to_jsonable
 
-        print(dump_json([{**to_jsonable(i), "state": collection_state(i), "abstain_bar": to_jsonable(bars[i.name]),
+        print(dump_json([{**to_jsonable(i), "state": i.state, "abstain_bar": to_jsonable(bars[i.name]),
                           **{k: (sources.get(i.name) or {}).get(k) for k in ("source", "staleness")}} for i in infos]))
         return 0
     if not infos:
@@ -261,7 +260,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
         print_source_lines(sources.get(i.name), f"{'':<20}")
         if i.snapshot not in (None, "ok"):
             print(f"{'':<20} query snapshot {SNAPSHOT_NOTES.get(i.snapshot, i.snapshot)}")
-        state = collection_state(i)
+        state = i.state
         if state != "ready":
             print(f"{'':<20} {term_safe(i.problem) if i.problem else STATE_NOTES[state]}")
     return 0  # the listing worked, damaged collections included (each says what recovers it)
@@ -286,11 +285,6 @@ STATE_NOTES = {
     "empty": "empty: the last ingest found no supported files (nothing to answer from)",
     "incomplete": "incomplete: an ingest did not finish; run it again (other collections are unaffected)",
 }
-
-
-def collection_state(info) -> str:
-    """The collection's state word (``CollectionInfo.state``)."""
-    return info.state
 
 
 # ------------------------------------------------------------------ serve
