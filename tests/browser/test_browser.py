@@ -764,12 +764,18 @@ def test_a_long_notebook_draws_its_newest_cells_and_the_rest_on_request(server, 
     page.get_by_text("4 earlier cells not drawn").wait_for()
     page.get_by_role("button", name="Show all 4").click()
     page.locator(".st-key-cell_long0000").wait_for()
+    # the run draws the cells top down, the oldest first: on a loaded machine CI counted 11 while it
+    # still drew (the running icon shows only after a delay), so wait for where the count ends up
+    page.wait_for_function("() => document.querySelectorAll(\"[class*='st-key-cell_']\").length >= 14",
+                           timeout=120_000, polling=200)
     _idle(page)
     assert cells.count() == 14
     _shot(page, shots, "2d-long-notebook-all")
     # a link to the oldest cell, opened anew: drawn (with those after it), outlined, nothing asked
     page.goto(server.url + "/?collection=guide&cell=long0000&q=" + quote(f"{one['question']} (0)"))
     page.locator(".st-key-cell_long0000_sel").wait_for(timeout=120_000)
+    page.wait_for_function("() => document.querySelectorAll(\"[class*='st-key-cell_']\").length >= 14",
+                           timeout=120_000, polling=200)
     _idle(page)
     assert cells.count() == 14 and not page.get_by_text("earlier cells not drawn").count()
     assert len(json.loads(path.read_text())["cells"]) == 14
