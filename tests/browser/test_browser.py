@@ -121,6 +121,16 @@ def _idle(page, timeout_s: float = 60.0) -> None:
     time.sleep(0.5)  # a rerun the last event queued starts within this
 
 
+def _cells_drawn(page, n: int, timeout_s: float = 120.0) -> int:
+    """Wait until at least ``n`` notebook cells are drawn, then for the run to end, and return the count.
+    A run draws cells top down and the running icon shows only after a delay, so on a loaded machine a
+    count taken right after a click or a load can catch the run midway (CI counted 11 of 14)."""
+    page.wait_for_function("n => document.querySelectorAll(\"[class*='st-key-cell_']\").length >= n",
+                           arg=n, timeout=timeout_s * 1000, polling=200)
+    _idle(page)
+    return page.locator("[class*='st-key-cell_']").count()
+
+
 def _slider_to(page, value: str, tries: int = 60) -> None:
     """Move the focused threshold slider to ``value`` with the keyboard. Under load a rerun can
     re-render the slider between key presses and drop some of them, so keep pressing until the
@@ -382,7 +392,7 @@ def test_a_notebook_link_asks_its_question_and_a_cell_link_scrolls_to_it(server,
     got = page.evaluate(_IN_VIEW_JS, box)
     print(f"the linked cell after the load: {got}")
     assert got["outline"] == "solid" and 0 <= got["top"] < got["height"] / 2 and got["scrolled"] > 0, got
-    assert page.locator("[class*='st-key-cell_']").count() == n_cells, "opening the link again asked nothing new"
+    assert _cells_drawn(page, n_cells) == n_cells, "opening the link again asked nothing new"
     _shot(page, shots, "2c-notebook-cell-link")
     # the view is the analyst's again: scrolling up stays up (the snap to the cell has ended)
     time.sleep(SNAP_SECONDS)
@@ -759,23 +769,14 @@ def test_a_long_notebook_draws_its_newest_cells_and_the_rest_on_request(server, 
     path.write_text(json.dumps(data))
     page.goto(server.url + "/?collection=guide")  # a new session reads the file
     _wait_ready(page)
-    cells = page.locator("[class*='st-key-cell_']")
-    assert cells.count() == 10
+    assert _cells_drawn(page, 10) == 10
     page.get_by_text("4 earlier cells not drawn").wait_for()
     page.get_by_role("button", name="Show all 4").click()
     page.locator(".st-key-cell_long0000").wait_for()
-    # the run draws the cells top down, the oldest first: on a loaded machine CI counted 11 while it
-    # still drew (the running icon shows only after a delay), so wait for where the count ends up
-    page.wait_for_function("() => document.querySelectorAll(\"[class*='st-key-cell_']\").length >= 14",
-                           timeout=120_000, polling=200)
-    _idle(page)
-    assert cells.count() == 14
+    assert _cells_drawn(page, 14) == 14
     _shot(page, shots, "2d-long-notebook-all")
     # a link to the oldest cell, opened anew: drawn (with those after it), outlined, nothing asked
     page.goto(server.url + "/?collection=guide&cell=long0000&q=" + quote(f"{one['question']} (0)"))
     page.locator(".st-key-cell_long0000_sel").wait_for(timeout=120_000)
-    page.wait_for_function("() => document.querySelectorAll(\"[class*='st-key-cell_']\").length >= 14",
-                           timeout=120_000, polling=200)
-    _idle(page)
-    assert cells.count() == 14 and not page.get_by_text("earlier cells not drawn").count()
+    assert _cells_drawn(page, 14) == 14 and not page.get_by_text("earlier cells not drawn").count()
     assert len(json.loads(path.read_text())["cells"]) == 14
