@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -88,13 +89,16 @@ class _Value:
 # --------------------------------------------------------------------------- the names
 
 
+@cache  # the fields do not change: read them once per process (every command resolves settings)
 def rules_of(cls: type) -> dict[str, Rule]:
-    """Every setting's rule by its catalog name: ``cls``'s fields, then the endpoint's as ``llm.<field>``."""
+    """Every setting's rule by its catalog name: ``cls``'s fields, then the endpoint's as ``llm.<field>``
+    (read-only: the dict is shared)."""
     out = {n: r for n, r in _rules(cls).items()}
     out.update({f"llm.{n}": r for n, r in _rules(LlmSettings).items()})
     return out
 
 
+@cache
 def variables_of(name: str) -> tuple[str, ...]:
     """The variables that set ``name``, strongest first (``llm.api_key``: RAGCORE_LLM_API_KEY, OPENAI_API_KEY)."""
     own = LLM_ENV_PREFIX + name[4:].upper() if name.startswith("llm.") else ENV_PREFIX + name.upper()
@@ -111,13 +115,17 @@ def known_variables(cls: type) -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads (the service's too: the check lets them through)."""
     from ragcore.settings.service import service_variables  # only when a name is wrong: off the cold path
 
-    names = {v for n in rules_of(cls) for v in variables_of(n)}
-    return frozenset(names | OTHER_VARIABLES | service_variables())
+    return frozenset(_own_variables(cls) | OTHER_VARIABLES | service_variables())
+
+
+@cache
+def _own_variables(cls: type) -> frozenset[str]:
+    return frozenset(v for n in rules_of(cls) for v in variables_of(n))
 
 
 def check_variable_names(cls: type, env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:
     """ConfigError naming every renamed or unknown variable starting with ``prefix`` (RAGCORE_TOPK)."""
-    near = {v for n in rules_of(cls) for v in variables_of(n)}
+    near = _own_variables(cls)
     if any(k.startswith(prefix) and k not in near and k not in OTHER_VARIABLES for k in env):
         check_names(env, prefix, known_variables(cls))
 
