@@ -39,7 +39,7 @@ def read_file(path: Path) -> dict[str, Any]:
 
 def load_app_settings(
     data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None, secrets_toml: bool = False,
-) -> ResolvedSettings:
+) -> ResolvedSettings[RagcoreSettings]:
     """The resolver's settings for the app's data folder (``data_dir``, else the layers' own). Without
     ``secrets_toml`` no secrets.toml is read (the environment ``env`` and the file alone)."""
     overrides = {} if data_dir is None else {"data_dir": Path(data_dir)}

@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from ragcore.settings.llm import LlmSettings
 from ragcore.settings.secrets_file import llm_entries, read_toml, secrets_paths
@@ -64,12 +64,15 @@ class SettingsFileError(ConfigError):
     """The settings file cannot be read or written."""
 
 
+S = TypeVar("S")  # the settings class (RagcoreSettings: this module sits below config.py, so it is passed in)
+
+
 @dataclass(frozen=True)
-class ResolvedSettings:
+class ResolvedSettings(Generic[S]):
     """The settings and, per setting (``top_k``, ``llm.model``), where its value came from: "default",
     "file", "secrets (KEY)", "environment (VAR)", "option (--flag)" or "explicit"."""
 
-    settings: Any  # a RagcoreSettings (this module sits below config.py)
+    settings: S
     path: Path  # the settings file read (or that would be)
     sources: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[str, ...] = ()  # settings-file entries that were skipped, and why
@@ -246,7 +249,7 @@ def _split_llm(overrides: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def resolve(
-    cls: type,
+    cls: type[S],
     env: Mapping[str, str] | None = None,
     *,
     flags: Mapping[str, Any] | None = None,
@@ -256,7 +259,7 @@ def resolve(
     secrets_files: Sequence[str | Path] | None = None,
     settings_file: bool = True,
     extra_checks: Callable[[Mapping[str, Any], Mapping[str, str]], list[str]] | None = None,
-) -> ResolvedSettings:
+) -> ResolvedSettings[S]:
     """``cls`` (RagcoreSettings) from the layers in the module's order.
 
     ``env``: the environment (default ``os.environ``). ``flags``: command-line values by field, named in
@@ -333,7 +336,7 @@ def _drop_chunk_clash(cls: type, from_file: dict[str, Any], values: Mapping[str,
     return {k: v for k, v in from_file.items() if k not in ("chunk_size", "chunk_overlap")}
 
 
-def _build(cls: type, values: Mapping[str, Any], llm_object: LlmSettings | None) -> Any:
+def _build(cls: type[S], values: Mapping[str, Any], llm_object: LlmSettings | None) -> S:
     own = {n: v for n, v in values.items() if not n.startswith("llm.")}
     llm = llm_object if llm_object is not None else LlmSettings(**{n[4:]: v for n, v in values.items() if n.startswith("llm.")})
     return cls(llm=llm, **own)
