@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragcore.settings.catalog import Entry, group_entries
+from ragcore.settings.catalog import Entry, group_entries, owned
 from ragcore.settings.resolve import ORDER
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "13-configuration-reference.md"
@@ -43,6 +43,22 @@ def table(group: str) -> str:
     return HEADER + "".join(rows)
 
 
+_METAVAR = {"int": "N", "float": "X", "path": "PATH"}
+
+
+def options_table() -> str:
+    """docs/13's table of the settings' command-line options: the catalog's ``flag`` and ``commands``."""
+    rows = []
+    for e in owned("settings"):
+        if not (e.rule.flag and e.rule.commands):
+            continue
+        # a choice's values, with the bar escaped: a "|" would end the table's cell
+        value = "\\|".join(e.rule.choices) if e.rule.kind == "choice" else _METAVAR.get(e.rule.kind, "VALUE")
+        commands = ", ".join(f"`ragcore {c}`" for c in e.rule.commands)
+        rows.append(f"| `{e.rule.flag} {value}` | `{e.name}` | {commands} | {e.rule.allowed()} |\n")
+    return "| Option | Setting | Commands | Allowed |\n| --- | --- | --- | --- |\n" + "".join(rows)
+
+
 def order() -> str:
     """docs/13's "Which value wins" list, from the resolver's own ORDER."""
     return "".join(f"{i}. {text[0].upper()}{text[1:]}.\n" for i, (_, text) in enumerate(ORDER, 1))
@@ -50,7 +66,8 @@ def order() -> str:
 
 def render(page: str) -> str:
     """``page`` with every marked table rewritten from the catalog."""
-    return _BLOCK.sub(lambda m: m.group(1) + (order() if m.group(2) == "order" else table(m.group(2))) + m.group(4), page)
+    special = {"order": order, "options": options_table}
+    return _BLOCK.sub(lambda m: m.group(1) + special.get(m.group(2), lambda: table(m.group(2)))() + m.group(4), page)
 
 
 def main(argv: list[str] | None = None) -> int:
