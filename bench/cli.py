@@ -430,7 +430,7 @@ def bench_answer(source_collection: str, size: int, tokens: int, repeats: int, r
     from ragcore.encoders.minilm import OnnxMiniLM
     from ragcore.engine.engine import Engine
     from ragcore.synthesis.llm.generator import OpenAIGenerator
-    from tests.support.scripted_openai import ScriptedOpenAIServer, Text
+    from bench.support.scripted_openai import ScriptedOpenAIServer, Text
 
     encoder = OnnxMiniLM()
     questions = [q for q in _questions()][:30]

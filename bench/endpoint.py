@@ -86,7 +86,7 @@ def _run_direct(groups: Sequence[list[str]], settings: RagcoreSettings, model: s
 def _scripted_server(ms: float) -> Iterator[str]:
     """The scripted embeddings server in a process of its own, as a real endpoint is: in this process it
     would wait on ragcore's GIL (parsing holds it) and slow both sides unequally."""
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.scripted_embeddings", "--dim", "384", "--ms", str(ms)],
+    proc = subprocess.Popen([sys.executable, "-m", "bench.support.scripted_embeddings", "--dim", "384", "--ms", str(ms)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
     try:
         assert proc.stdout is not None

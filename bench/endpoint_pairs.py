@@ -5,7 +5,7 @@
 Each run is a process of its own in its checkout (``PYTHONPATH`` = the checkout, so its ``ragcore`` is
 the one measured), one pair at a time: before then after, so both sides meet the same load (other jobs
 share the machine). The machine's 1-minute load average is read before each run. Give the before
-checkout this checkout's ``bench/endpoint.py`` and ``tests/support/scripted_embeddings.py`` so that both
+checkout this checkout's ``bench/endpoint.py`` and ``bench/support/scripted_embeddings.py`` so that both
 sides run the same harness. Writes the raw runs as JSON; :func:`rows` makes the Markdown table.
 """
 

@@ -266,7 +266,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
                 server_workers: int = 1, server_running: int | None = None) -> dict[str, Any]:
     from ragcore.encoders.minilm import OnnxMiniLM
     from ragcore.settings.service import ServiceSettings
-    from tests.support.scripted_openai import unused_port
+    from bench.support.scripted_openai import unused_port
 
     qs = questions()[:n_questions]
     with tempfile.TemporaryDirectory() as tmp:
@@ -314,7 +314,7 @@ def bench_serve(source_collection: str, size: int, clients: int, seconds: float,
 def _overload(data: Path, qs: list[str], clients: int, seconds: float) -> dict[str, Any]:
     """Twice the clients against the default limits (4 running, 16 waiting): statuses seen."""
     from ragcore.settings.service import ServiceSettings
-    from tests.support.scripted_openai import unused_port
+    from bench.support.scripted_openai import unused_port
 
     port = unused_port()
     proc = _server(data, port, {"RAGCORE_CALIBRATED_BAR": "false"})

@@ -84,7 +84,7 @@ def _pairs(conn: McpConn, qs: list[str], rounds: int, pid: int) -> dict[str, Any
 def bench_serve_mcp(source_collection: str, size: int, n_questions: int, rounds: int, results_dir: Path,
                     settings: RagcoreSettings, data_dir: Path | None = None) -> dict[str, Any]:
     from ragcore.encoders.minilm import OnnxMiniLM
-    from tests.support.scripted_openai import unused_port
+    from bench.support.scripted_openai import unused_port
 
     qs = questions()[:n_questions]
     with tempfile.TemporaryDirectory() as tmp:

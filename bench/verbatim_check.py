@@ -5,12 +5,12 @@ For every citation of every answer over a question set, the cited source file's 
 opening those lines, independent of the loader) must contain each piece quoted there (code: its
 lines in order), and a quoted sentence must not run across the edge of a ``<pre>`` (code
 flattened into prose). Misses are counted and listed with the lines where the text really is.
-The check itself lives in tests/test_verbatim.py (``check_raw``), which runs it on subsets.
+The check itself lives in bench/support/verbatim.py (``check_raw``); tests/integration/test_verbatim.py runs it on subsets.
 
 Corpora (a fresh temporary collection, ingested with the current code):
 - ``git``: Git's HTML documentation (git-docs-qa, ../data/git-docs-qa next to the repository),
   the pages the questions link to (``--pages N``: the first N questions' pages), every question;
-- ``django``: the Django subset and questions of tests/test_verbatim.py.
+- ``django``: the Django subset and questions of tests/integration/test_verbatim.py (bench/support/verbatim.py).
 
 Usage::
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from ragcore.settings.config import RagcoreSettings
 from ragcore.encoders.minilm import OnnxMiniLM
 from ragcore.engine.engine import Engine
-from tests.integration.test_verbatim import (
+from bench.support.verbatim import (
     DJANGO_LIST_QUESTIONS,
     DJANGO_PAGES,
     DJANGO_QUESTIONS,

@@ -15,24 +15,20 @@ import pandas as pd
 import streamlit as st
 
 from ragcore.settings import catalog
-from ragcore.settings.app_file import PERSISTED, settings_path, value_of
+from ragcore.settings.app_file import PERSISTED, settings_path, value_of, with_values
 from ragcore.settings.config import ConfigError
 from ragcore.settings.redact import redact_url
-from ui import state
+from ui import settings_form, state
 from ui.render import md_code, md_escape, md_inline
 
 rt = shell.page_init()
 
-
-def _span(name: str, value: float) -> tuple:
-    """(min, max, value, step) for a number widget: the settings catalog's range, the value brought inside it."""
-    lo, hi, step = catalog.widget_range(name)
-    return lo, hi, catalog.clamp(name, value), step
-
-
-def _choices(name: str) -> tuple[str, ...]:
-    return catalog.entry(name).rule.choices
-
+# the forms' settings, from the catalog: the saved ones of each group (the endpoint's URL and model are
+# text fields the page draws itself: the URL is shown without its credentials)
+ENDPOINT_TEXT = ("llm.base_url", "llm.model")
+ENDPOINT = tuple(n for n in catalog.app_group("llm") if n not in ENDPOINT_TEXT)
+CHUNKING = catalog.app_group("ingestion")
+DEFAULTS = catalog.app_group("retrieval", "answering")
 
 ss = st.session_state
 base = state.base_settings()
@@ -41,7 +37,7 @@ llm = base.llm
 st.markdown("## Settings")
 settings_file = settings_path(rt.settings.data_dir)
 st.caption(f"Saved values are kept across reloads and restarts in {md_code(settings_file)}. A RAGCORE\\_\\* or OPENAI\\_\\* "
-           "variable set when the app starts wins over the file. API keys are never written by the app: they come from "
+           "variable set when the app starts, or an entry of `.streamlit/secrets.toml`, wins over the file. API keys are never written by the app: they come from "
            "the environment or `.streamlit/secrets.toml`.")
 for problem in ss.get("rc_settings_problems") or ():
     st.warning(f"Ignored in the settings file: {md_inline(problem)}", icon=":material/warning:")
@@ -59,28 +55,23 @@ with left:
                 + (" · :blue-badge[a key is set]" if llm.api_key else ""))
     with st.form("llm_form", clear_on_submit=True, border=True):
         shown_url = redact_url(llm.base_url) or ""  # credentials in the URL are never shown
-        base_url = st.text_input("Base URL", value=shown_url, placeholder="https://api.openai.com/v1  or  http://127.0.0.1:8000/v1",
-                                 help="OpenAI-compatible endpoint ending in /v1. Empty: OpenAI itself.")
-        model = st.text_input("Model", value=llm.model or "", placeholder="e.g. gpt-4o-mini, llama3.1 — empty: extractive composer",
-                              help="Setting a model turns the language model on.")
-        key = st.text_input("API key", value="", type="password", autocomplete="off",
+        url_rule, model_rule, key_rule = (catalog.entry(n).rule for n in (*ENDPOINT_TEXT, "llm.api_key"))
+        base_url = st.text_input(url_rule.label, value=shown_url, placeholder="https://api.openai.com/v1  or  http://127.0.0.1:8000/v1",
+                                 help=url_rule.help)
+        model = st.text_input(model_rule.label, value=llm.model or "", placeholder="e.g. gpt-4o-mini, llama3.1 — empty: extractive composer",
+                              help=model_rule.help)
+        key = st.text_input(key_rule.label, value="", type="password", autocomplete="off",
                             placeholder="a key is set — leave empty to keep it" if llm.api_key else "sk-…  (local servers accept any non-empty key)",
                             help="Masked, never shown again and never written into notebooks or exports.")
-        c = st.columns(2)
-        api = c[0].radio("API", list(_choices("llm.api")), index=list(_choices("llm.api")).index(llm.api), horizontal=True,
-                         help="Chat Completions (every server) or OpenAI's Responses API.")
-        forget = c[1].checkbox("Remove the saved key", value=False, disabled=not llm.api_key)
-        temperature = st.slider("Temperature", *_span("llm.temperature", float(llm.temperature)))
-        c2 = st.columns(2)
-        max_out = c2[0].number_input("Max output tokens", *_span("llm.max_output_tokens", int(llm.max_output_tokens)))
-        timeout = c2[1].number_input("Timeout (s)", *_span("llm.timeout_s", float(llm.timeout_s)))
+        forget = st.checkbox("Remove the saved key", value=False, disabled=not llm.api_key)
+        endpoint = settings_form.widgets(st.columns(2), st, ENDPOINT, base)
         saved = st.form_submit_button("Save endpoint", type="primary", icon=":material/save:")
     if saved:
         new_key = key.strip() or (None if forget else llm.api_key)
         # the field shows the URL without user:password@; unchanged, it keeps the credentials it had
         new_url = llm.base_url if base_url.strip() == shown_url and shown_url else (base_url.strip() or None)
-        new = replace(llm, base_url=new_url, model=model.strip() or None, api=api, api_key=new_key,
-                      temperature=float(temperature), max_output_tokens=int(max_out), timeout_s=float(timeout))
+        new = with_values(base.with_(llm=replace(llm, base_url=new_url, model=model.strip() or None, api_key=new_key)),
+                          endpoint).llm
         msg = md_inline(state.save_settings(base.with_(llm=new), "Endpoint"))
         parts = [f"Generator **{md_inline(state.generator_name(base.with_(llm=new)))}**"]
         parts.append("a key is set" if new.api_key else "no key is set")
@@ -114,52 +105,35 @@ with left:
 with right:
     st.markdown("#### Chunking")
     with st.form("chunk_form", border=True):
-        c = st.columns(2)
-        size = c[0].number_input("Chunk size (words)", *_span("chunk_size", int(base.chunk_size)))
-        overlap = c[1].number_input("Overlap (words)", *_span("chunk_overlap", int(base.chunk_overlap)))
+        chunking = settings_form.widgets(st.columns(2), st, CHUNKING, base)
         st.caption("Applies to the next ingest started from the Library page (*Ingest folder* or an upload): files chunked "
                    "with other settings are chunked again. *Re-ingest* under *Manage collection* keeps the chunking the "
                    "collection was built with.")
         if st.form_submit_button("Save chunking", icon=":material/save:"):
             try:
-                new_base = state.base_settings().with_(chunk_size=int(size), chunk_overlap=int(overlap))
+                new_base = with_values(state.base_settings(), chunking)
             except ConfigError as exc:  # e.g. an overlap not below the size: the settings' own rule and words
                 st.error(md_escape(str(exc)))
             else:
-                ss["set_saved"] = md_inline(state.save_settings(new_base, f"Chunking {int(size)} words, {int(overlap)} overlap"))
+                ss["set_saved"] = md_inline(state.save_settings(
+                    new_base, f"Chunking {new_base.chunk_size} words, {new_base.chunk_overlap} overlap"))
                 st.rerun()
 
     st.markdown("#### Answering and retrieval defaults")
     with st.form("retr_form", border=True):
-        c = st.columns(2)
-        fusion = c[0].selectbox("Fusion", _choices("fusion"), index=_choices("fusion").index(base.fusion))
-        cand = c[1].number_input("Candidates per branch", *_span("candidates", int(base.candidates)))
-        rrf_k = c[0].number_input("RRF k", *_span("rrf_k", int(base.rrf_k)))
-        dw = c[1].number_input("Dense weight (weighted)", *_span("dense_weight", float(base.dense_weight)))
-        bar = c[0].number_input("Abstain bar", *_span("abstain_bar", float(base.abstain_bar)),
-                                help="Support below this: the answer abstains (used when the collection has no "
-                                     "calibrated bar, or when calibrated bars are off).")
-        max_s = c[1].number_input("Max answer sentences", *_span("max_answer_sentences", int(base.max_answer_sentences)))
-        mode = c[0].selectbox("Retrieval mode", state.RETRIEVAL_MODES, index=state.RETRIEVAL_MODES.index(base.retrieval_mode))
-        top_k = c[1].number_input("Top-K", *_span("top_k", int(base.top_k)))
-        thr = c[0].number_input("Threshold (cosine)", *_span("threshold", float(base.threshold)), format="%.2f")
-        dedupe = st.toggle("Dedupe (best chunk per section)", value=bool(base.dedupe))
-        calibrated = st.toggle("Use the collection's calibrated abstain bar", value=bool(base.calibrated_bar),
-                               help="A collection calibrated on the Evaluate page (or with `ragcore eval --calibrate`) "
-                                    "carries its own bar; the demo collection is calibrated on first start.")
+        defaults = settings_form.widgets(st.columns(2), st, DEFAULTS, base)
         cur_bar, cur_src = rt.engine.abstain_bar(base, state.settings().collection)
         st.caption(f"Bar in force for the current collection: {cur_bar:.3f} ({md_inline(cur_src)}).")
         st.caption("Mode, top-K and threshold are where a new session starts; the notebook's controls change them for "
                    "the session, and the lab has its own.")
         if st.form_submit_button("Save defaults", icon=":material/save:"):
-            new_base = state.base_settings().with_(
-                fusion=fusion, candidates=int(cand), rrf_k=int(rrf_k), dense_weight=float(dw), abstain_bar=float(bar),
-                max_answer_sentences=int(max_s), dedupe=bool(dedupe), calibrated_bar=bool(calibrated),
-                retrieval_mode=mode, top_k=int(top_k), threshold=round(float(thr), 4))
+            new_base = with_values(state.base_settings(), defaults)
             ss["set_saved"] = md_inline(state.save_settings(new_base, "Answering and retrieval defaults"))
-            ss["cfg_mode"], ss["cfg_top_k"], ss["cfg_threshold"] = mode, int(top_k), round(float(thr), 4)
-            for k in ("lab_fusion", "lab_rrf_k", "lab_dense_weight", "lab_candidates", "lab_dedupe",
-                      "lab_cfg_mode", "lab_cfg_top_k", "lab_cfg_threshold"):
+            # where a new session starts (the notebook's controls), and the lab's controls follow the new defaults
+            ss["cfg_mode"], ss["cfg_top_k"], ss["cfg_threshold"] = new_base.retrieval_mode, new_base.top_k, new_base.threshold
+            for name in DEFAULTS:
+                ss.pop(f"lab_{name}", None)
+            for k in ("lab_cfg_mode", "lab_cfg_top_k", "lab_cfg_threshold"):
                 ss.pop(k, None)
             st.rerun()
 
@@ -178,9 +152,9 @@ st.markdown("#### Where each value comes from")
 sources = ss.get("rc_sources") or {}
 cur = state.base_settings()
 rows = []
-for name in (*PERSISTED, "llm.api_key"):
+for name in (*PERSISTED, *catalog.secret_names()):  # a key: only whether it is set
     v = value_of(cur, name)
-    shown = ("set" if v else "not set") if name == "llm.api_key" else ("–" if v is None else str(v))
+    shown = ("set" if v else "not set") if name in catalog.secret_names() else ("–" if v is None else str(v))
     rows.append({"setting": name, "value": shown, "from": sources.get(name, "default")})
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=38 + 35 * 8, key="set_sources",
              column_config={"from": st.column_config.TextColumn(help="default · file (the settings file above) · "

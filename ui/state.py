@@ -8,7 +8,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from ragcore.settings import catalog
-from ragcore.settings.app_file import LoadedSettings, SettingsFileError, load_app_settings
+from ragcore.settings.app_file import LoadedSettings, load_app_settings
 from ragcore.eval.demo import DEMO_COLLECTION
 from ragcore.settings.config import ConfigError, RagcoreSettings
 from ragcore.engine.engine import Engine
@@ -17,6 +17,7 @@ from ragcore.types import IngestReport
 
 from .firststart import _copy_old_store, ensure_demo  # noqa: F401 - the app's frame and tests use them from here
 from .jobs import IngestJob
+from .settings_form import choices
 from .runtime import Runtime, friendly  # noqa: F401 - pages and ui modules use them from here
 from .warmup import ensure_warm
 from .notebook import Notebook, NotebookError
@@ -25,7 +26,7 @@ from .render import md_code, md_escape, md_inline
 CONTEXT_MODES = ("corpus", "selection", "both")
 CONTEXT_LABELS = {"corpus": "Full corpus", "selection": "Selected text", "both": "Both"}
 # the rule's modes, its default first (the app's controls show hybrid first)
-RETRIEVAL_MODES = tuple(sorted(catalog.entry("retrieval_mode").rule.choices, key=lambda m: m != catalog.entry("retrieval_mode").default))
+RETRIEVAL_MODES = choices("retrieval_mode")
 TOP_K_MAX = int(catalog.widget_range("top_k")[1])  # the app's top-K controls (the settings catalog's widget range)
 
 
@@ -43,21 +44,11 @@ def get_runtime(data_dir: str, qdrant_url: str | None) -> Runtime:
     return Runtime(engine=engine, settings=settings)
 
 
-def secrets_env() -> dict[str, str]:
-    """RAGCORE_* / OPENAI_* entries of .streamlit/secrets.toml (the place for API keys besides the environment)."""
-    try:
-        items = dict(st.secrets)
-    except Exception:  # noqa: BLE001 - no secrets file: nothing to add
-        return {}
-    return {k: str(v) for k, v in items.items() if k.startswith(("RAGCORE_", "OPENAI_")) and isinstance(v, (str, int, float))}
-
-
 def load_settings(data_dir: str | Path) -> LoadedSettings:
-    """Defaults, the settings file in the data directory, the environment and the secrets file."""
-    try:
-        return load_app_settings(data_dir, secrets=secrets_env(), secrets_toml=True)  # [openai] / [llm] tables too
-    except SettingsFileError as exc:  # an unreadable file: say so and start from the environment
-        return LoadedSettings(RagcoreSettings.from_env(data_dir=Path(data_dir)), Path(data_dir), {}, (str(exc),))
+    """The one resolver's settings for this data folder: defaults, its settings file, .streamlit/secrets.toml
+    (top-level RAGCORE_* / OPENAI_* entries and the endpoint's tables), then the environment. An unusable
+    file entry is skipped and listed in ``problems`` (the Settings page shows them)."""
+    return load_app_settings(data_dir, secrets_toml=True)
 
 
 def runtime() -> Runtime:

@@ -1,6 +1,6 @@
 """Peak memory and wall time of `ragcore ingest` over the hostile corpus at full size.
 
-Builds the corpus of tests/test_hostile_corpus.py in a temp folder at the sizes of the issue
+Builds the corpus of tests/integration/test_hostile_corpus.py (bench/support/hostile_corpus.py) in a temp folder at the sizes of the issue
 (a 20 MB minified JSON line, 2 MB of one-character lines, a /dev/zero link, 100k nested
 HTML tags, 1,100 nested folders …) with the default limits (max_file_bytes 20 MB,
 max_file_chunks 5000), runs `ragcore ingest --json` in a subprocess with a fresh HOME and
@@ -28,8 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.integration.test_hostile_corpus import Sizes, build_hostile_corpus  # noqa: E402
-from tests.unit.ingest.test_ingest_discovery import deep_folders  # noqa: E402
+from bench.support.hostile_corpus import Sizes, build_hostile_corpus, deep_folders  # noqa: E402
 
 FULL = Sizes(
     max_file_bytes=20_000_000, max_file_chunks=5000, huge_line_bytes=20_000_000, short_lines=1_000_000,

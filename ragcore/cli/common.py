@@ -12,14 +12,13 @@ import argparse
 import json
 import os
 import stat
+import sys
 import unicodedata
-from dataclasses import fields
 from typing import Any, Mapping
 
 from ragcore.settings.catalog import add_options, numeric_options, options  # noqa: F401  (add_options: for the commands)
-from ragcore.settings.config import (
-    ENV_PREFIX, LLM_ENV_PREFIX, ConfigError, RagcoreSettings, check_env_names, check_value, chunk_problem, env_values,
-)
+from ragcore.settings.config import RagcoreSettings
+from ragcore.settings.resolve import resolve
 
 # argparse ``dest`` -> the option as the user writes it (for error messages), and the options whose
 # value may start with "-" (``--threshold -inf``: argparse would take it for an option): from the catalog
@@ -32,57 +31,24 @@ class UsageError(ValueError):
 
 
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> RagcoreSettings:
-    """RAGCORE_* / OPENAI_* variables and secrets.toml, then the command's options on top.
+    """The one resolver's settings (ragcore/settings/resolve.py) with the command's options on top.
 
     Every bad option, variable and LLM setting is reported in one ConfigError naming each
     option or variable, the value and what is allowed (``--top-k=0 is not allowed: top_k must
-    be an integer ≥ 1; RAGCORE_LLM_TEMPERATURE=5 is not allowed: …``)."""
-    from ragcore.settings.llm_config import resolve_llm_settings
+    be an integer ≥ 1; RAGCORE_LLM_TEMPERATURE=5 is not allowed: …``). An entry of the app's settings
+    file that cannot be used is skipped with a warning on stderr."""
+    flags = {dest: getattr(args, dest, None) for dest in OPTIONS}
+    resolved = resolve(RagcoreSettings, env, flags=flags, flag_labels=OPTIONS, extra_checks=_command_problems)
+    for problem in resolved.problems:
+        print(f"warning: ignored in the settings file: {term_safe(problem)}", file=sys.stderr)
+    return resolved.settings
 
-    env = os.environ if env is None else env
-    rules = {f.name: f.metadata["rule"] for f in fields(RagcoreSettings) if "rule" in f.metadata}
-    values: dict[str, Any] = {}
-    problems: list[str] = []  # options, RAGCORE_* and the LLM's settings: every bad value in one message
-    for dest, option in OPTIONS.items():
-        raw = getattr(args, dest, None)
-        if raw is None:
-            continue
-        try:
-            values[dest] = check_value(dest, rules[dest], raw, option)
-        except ConfigError as exc:
-            problems.append(str(exc))
-    env_set: dict[str, Any] = {}
-    labels: dict[str, str] = {}
-    llm = None
-    for step in ("names", "env", "llm"):
-        try:
-            if step == "names":  # (the LLM's RAGCORE_LLM_* names are checked with its settings)
-                check_env_names({k: v for k, v in env.items() if not k.startswith(LLM_ENV_PREFIX)})
-            elif step == "env":
-                env_set, labels = env_values(RagcoreSettings, env, ENV_PREFIX, skip=("llm",))
-            else:
-                llm = resolve_llm_settings(env=env)
-        except ConfigError as exc:
-            problems.append(str(exc))
-    merged = {**env_set, **values}
-    name_problem = _name_problem(merged.get("collection"), "--collection" if "collection" in values
-                                           else labels.get("collection", "collection"))
-    if name_problem:
-        problems.append(name_problem)
-    folder_problem = _data_dir_problem(merged.get("data_dir"), "--data-dir" if "data_dir" in values
-                                       else labels.get("data_dir", "RAGCORE_DATA_DIR"))
-    if folder_problem:
-        problems.append(folder_problem)
-    # a chunk size/overlap clash names whichever option or variable set each side
-    labels.update({k: OPTIONS[k] for k in ("chunk_size", "chunk_overlap") if k in values})
-    defaults = RagcoreSettings.__dataclass_fields__
-    problem = chunk_problem(merged.get("chunk_size", defaults["chunk_size"].default),
-                            merged.get("chunk_overlap", defaults["chunk_overlap"].default), labels)
-    if problem:
-        problems.append(problem)
-    if problems:
-        raise ConfigError("; ".join(dict.fromkeys(problems)))
-    return RagcoreSettings.from_env(env, llm=llm, **values)
+
+def _command_problems(values: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    """What a command checks before anything opens: the collection's name and the data folder."""
+    problems = [_name_problem(values.get("collection"), labels.get("collection", "collection")),
+                _data_dir_problem(values.get("data_dir"), labels.get("data_dir", "RAGCORE_DATA_DIR"))]
+    return [p for p in problems if p]
 
 
 def _name_problem(name: Any, label: str) -> str | None:

@@ -2,8 +2,8 @@
 settings, and the baselines; then chart each metric against each swept parameter.
 
 ``--sweep top_k=5,10,20`` varies one :class:`~ragcore.settings.config.RagcoreSettings` field from the base
-configuration (values are typed by the field's type, and checked against a ``Literal``'s
-choices); several ``--sweep`` options are separate one-at-a-time sweeps, not a grid.
+configuration (each value read and checked by the setting's rule in the settings catalog: its type,
+range and choices); several ``--sweep`` options are separate one-at-a-time sweeps, not a grid.
 Configurations that come out identical (the base, ``mode=sparse`` and the BM25 baseline, say)
 are run once and reported under each label.
 
@@ -19,14 +19,14 @@ from __future__ import annotations
 import os
 import platform
 import time
-import typing
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence, get_args, get_origin
+from typing import Any, Callable, Sequence
 
-from ragcore.settings.catalog import sweepable
-from ragcore.settings.config import RagcoreSettings
+from ragcore.settings.catalog import entry, sweepable
+from ragcore.settings.rules import Rule
+from ragcore.settings.config import ConfigError, RagcoreSettings, check_value
 from ragcore.eval.dataset import EvalDataset
 from ragcore.eval.checks import missing_relevant, stale_chunks
 from ragcore.eval.runner import CONFIG_KEYS, DocPathMapper, EvalRun, Progress, mapper_for, run_config, settings_config
@@ -70,34 +70,21 @@ class Sweep:
         return f"{self.key}=" + ",".join(str(v) for v in self.values)
 
 
-def _field_type(key: str) -> Any:
-    hints = typing.get_type_hints(RagcoreSettings)
-    if key not in hints:
-        raise SweepError(f"unknown setting {key!r}; sweepable: {', '.join(SWEEPABLE)}")
-    return hints[key]
+def _rule(key: str) -> Rule:
+    try:
+        return entry(key, "settings").rule
+    except KeyError:
+        raise SweepError(f"unknown setting {key!r}; sweepable: {', '.join(SWEEPABLE)}") from None
 
 
 def coerce_value(key: str, raw: str) -> Any:
-    """``raw`` as the type of the Settings field ``key`` (int, float, bool or a Literal choice)."""
-    t = _field_type(key)
-    raw = raw.strip()
-    if get_origin(t) is Literal:
-        choices = get_args(t)
-        if raw not in choices:
-            raise SweepError(f"{key}={raw!r}: choose from {', '.join(map(str, choices))}")
-        return raw
+    """``raw`` as the setting ``key`` takes it, checked by the setting's own rule (settings/catalog.py):
+    its type, its range and its choices, with the settings' words when it does not fit."""
+    rule = _rule(key)
     try:
-        if t is bool:
-            if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                raise ValueError(raw)
-            return raw.lower() in ("1", "true", "yes", "on")
-        if t is int:
-            return int(raw)
-        if t is float:
-            return float(raw)
-    except ValueError:
-        raise SweepError(f"{key}={raw!r}: expected {t.__name__}") from None
-    raise SweepError(f"{key} cannot be swept (type {t})")
+        return check_value(key, rule, raw.strip(), key)
+    except ConfigError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def parse_sweep(text: str) -> Sweep:
@@ -109,12 +96,9 @@ def parse_sweep(text: str) -> Sweep:
     if not sep or not key or not vals.strip():
         raise SweepError(f"--sweep {text!r}: expected KEY=V1,V2,…, e.g. top_k=5,10,20")
     if key not in SWEEPABLE:
-        _field_type(key)  # an unknown key gets the "unknown setting" message
+        _rule(key)  # an unknown key gets the "unknown setting" message
         raise SweepError(f"{key} cannot be swept; sweepable: {', '.join(SWEEPABLE)}")
-    if key == "collection":  # names, as given
-        values: tuple[Any, ...] = tuple(dict.fromkeys(v.strip() for v in vals.split(",") if v.strip()))
-    else:
-        values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
+    values = tuple(dict.fromkeys(coerce_value(key, v) for v in vals.split(",") if v.strip()))
     if not values:
         raise SweepError(f"--sweep {text!r}: no values")
     return Sweep(key, values)

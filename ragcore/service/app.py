@@ -22,6 +22,7 @@ from ragcore.service.jobs import Jobs
 from ragcore.service.lean import LeanRoutes
 from ragcore.service.limits import AccessLog, BodyLimit, Slots, keep_query_strings_out_of_logs
 from ragcore.service.state import Service
+from ragcore.settings.config import RagcoreSettings
 from ragcore.settings.service import ServiceSettings
 
 DESCRIPTION = """ragcore's engine over HTTP: grounded answers with citations (the Answer contract),
@@ -74,11 +75,14 @@ def app_from_env() -> FastAPI:
     """The app of one uvicorn worker (``ragcore serve --workers N``): settings and engine from the
     environment the parent process validated and completed."""
     from ragcore.engine.engine import Engine
-    from ragcore.settings.config import RagcoreSettings
-    from ragcore.settings.llm_config import resolve_llm_settings
 
-    settings = RagcoreSettings.from_env(llm=resolve_llm_settings())
-    return create_app(Engine(settings), ServiceSettings.from_env(os.environ), close_engine=True)
+    return create_app(Engine(worker_settings()), ServiceSettings.from_env(os.environ), close_engine=True)
+
+
+def worker_settings() -> RagcoreSettings:
+    """A worker's settings: the one resolver (ragcore/settings/resolve.py) over the environment the parent
+    wrote its options into, so every worker reads the files and variables the parent read."""
+    return RagcoreSettings.from_env()
 
 
 def _warm(engine: Any) -> None:

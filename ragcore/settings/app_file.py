@@ -1,13 +1,9 @@
 """Settings the app keeps across reloads and restarts: ``<data dir>/app_settings.json``.
 
-Precedence, lowest first: the built-in default, the settings file, the environment
-(``RAGCORE_*``, ``OPENAI_*``) — a variable set when the app starts is the operator's choice
-and wins over what was saved in the app. Secrets (API keys) are never written to the file:
-they come from the environment or from values the caller reads out of a secrets store (the
-app passes ``.streamlit/secrets.toml``'s entries as ``secrets``, with the environment's names).
-
-Every value carries where it came from (:class:`LoadedSettings.sources`), so the app can show
-"default", "file" or "environment (RAGCORE_TOP_K)" next to it.
+The file is one layer of the one resolver (:mod:`ragcore.settings.resolve`, which reads it for the
+app, the CLI, ``ragcore serve`` and ``RagcoreSettings.from_env()`` alike): above the defaults, below
+``.streamlit/secrets.toml``, the environment and command-line options. This module writes it. Secrets
+(API keys) are never written to the file: they come from the environment or from secrets.toml.
 """
 
 from __future__ import annotations
@@ -15,119 +11,39 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ragcore.settings.catalog import persisted
-from ragcore.settings.config import LLM_ENV_PREFIX, ENV_PREFIX, ConfigError, LlmSettings, RagcoreSettings, default_data_dir, env_values
+from ragcore.settings.catalog import persisted, secret_names
+from ragcore.settings.config import RagcoreSettings, default_data_dir
 from ragcore.settings.redact import redact_url
+from ragcore.settings.resolve import FILE_NAME, ResolvedSettings, SettingsFileError, resolve, settings_path
+from ragcore.settings.resolve import read_file as _read_file
 
-FILE_NAME = "app_settings.json"
 FORMAT = 1
 
 # what the app may persist (the catalog's ``app`` settings); dotted names are LlmSettings fields. No key,
 # no data dir, no URL of a Qdrant server (those belong to the process, set when it starts).
 PERSISTED: tuple[str, ...] = persisted()
-SECRET_NAMES = ("llm.api_key", "qdrant_api_key")
-# the variables a secrets store may provide, by setting
-SECRET_VARIABLES = {"llm.api_key": ("RAGCORE_LLM_API_KEY", "OPENAI_API_KEY"), "qdrant_api_key": ("RAGCORE_QDRANT_API_KEY",)}
+# what the app must never write (the catalog's secret settings, by the names the file would use)
+SECRET_NAMES: tuple[str, ...] = secret_names()
 
-
-class SettingsFileError(ConfigError):
-    """The settings file cannot be read or written."""
-
-
-@dataclass(frozen=True)
-class LoadedSettings:
-    settings: RagcoreSettings
-    path: Path
-    sources: Mapping[str, str] = field(default_factory=dict)  # name -> "default" | "file" | "environment (VAR)" | "secrets (VAR)"
-    problems: tuple[str, ...] = ()  # file entries that were ignored, and why
-
-    def source(self, name: str) -> str:
-        return self.sources.get(name, "default")
-
-
-def settings_path(data_dir: str | Path) -> Path:
-    return Path(data_dir) / FILE_NAME
+LoadedSettings = ResolvedSettings  # the name the app's modules know
 
 
 def read_file(path: Path) -> dict[str, Any]:
-    """The file's values ({} when there is no file); unknown names are dropped."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise SettingsFileError(f"The settings file {path} cannot be read ({exc}); fix or delete it.") from exc
-    values = raw.get("settings") if isinstance(raw, dict) else None
-    if not isinstance(values, dict):
-        raise SettingsFileError(f"The settings file {path} has no 'settings' object; fix or delete it.")
-    return {k: v for k, v in values.items() if k in PERSISTED}
-
-
-def _env_sources(env: Mapping[str, str], secret_vars: set[str]) -> dict[str, str]:
-    """Which settings the environment (or the secrets store) sets, and by which variable."""
-    _, labels = env_values(RagcoreSettings, env, ENV_PREFIX, skip=("llm",))
-    _, llm_labels = env_values(LlmSettings, env, LLM_ENV_PREFIX)
-    out = {k: v for k, v in labels.items()}
-    out.update({f"llm.{k}": v for k, v in llm_labels.items()})
-    for name, var in (("llm.api_key", "OPENAI_API_KEY"), ("llm.base_url", "OPENAI_BASE_URL")):
-        if name not in out and env.get(var):
-            out[name] = var
-    return {k: (f"secrets ({v})" if v in secret_vars else f"environment ({v})") for k, v in out.items()}
-
-
-def _table_sources(env: Mapping[str, str], known: Mapping[str, str]) -> dict[str, str]:
-    """The endpoint settings a secrets.toml table sets (the environment's are already in ``known``)."""
-    from ragcore.settings.llm_config import resolve_llm_settings_with_sources
-
-    _, where = resolve_llm_settings_with_sources(env=env)
-    out = {}
-    for name, src in where.items():
-        key = src.rsplit("[", 1)[-1].rstrip("]") if src.endswith("]") else None
-        if key and f"llm.{name}" not in known:
-            out[f"llm.{name}"] = f"secrets ({key})"
-    return out
-
-
-def _apply(base: RagcoreSettings, name: str, value: Any) -> RagcoreSettings:
-    if name.startswith("llm."):
-        return base.with_(llm=replace(base.llm, **{name[4:]: value}))
-    return base.with_(**{name: value})
+    """The file's values ({} when there is no file); names the app does not save are dropped."""
+    return _read_file(path, PERSISTED)
 
 
 def load_app_settings(
-    data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None, secrets: Mapping[str, str] | None = None,
-    secrets_toml: bool = False,
-) -> LoadedSettings:
-    """Defaults, then the file, then the environment (secrets fill in what the environment lacks).
-    ``secrets_toml``: also the endpoint's tables of .streamlit/secrets.toml (``[openai]``, ``[llm]``),
-    read as the CLI, the service and ``RagcoreSettings.from_env()`` read them (llm_config.py)."""
-    env = dict(os.environ if env is None else env)
-    secret_env = {k: str(v) for k, v in (secrets or {}).items() if k not in env and str(v).strip()}
-    merged = {**secret_env, **env}
-    from_env = RagcoreSettings.from_env(merged, secrets=secrets_toml)
-    if data_dir is not None:
-        from_env = from_env.with_(data_dir=Path(data_dir))
-    path = settings_path(from_env.data_dir if data_dir is None else data_dir)
-    env_src = _env_sources(merged, set(secret_env))
-    if secrets_toml:  # a table's values: "secrets (openai.model)", and they win over the file like the others
-        env_src.update(_table_sources(merged, env_src))
-    sources: dict[str, str] = dict(env_src)
-    problems: list[str] = []
-    s = from_env
-    for name, value in read_file(path).items():
-        if name in env_src:
-            continue  # the environment wins
-        try:
-            s = _apply(s, name, value)
-        except (ConfigError, TypeError, ValueError) as exc:
-            problems.append(f"{name}: {exc}")
-            continue
-        sources[name] = "file"
-    return LoadedSettings(settings=s, path=path, sources=sources, problems=tuple(problems))
+    data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None, secrets_toml: bool = False,
+) -> ResolvedSettings[RagcoreSettings]:
+    """The resolver's settings for the app's data folder (``data_dir``, else the layers' own). Without
+    ``secrets_toml`` no secrets.toml is read (the environment ``env`` and the file alone)."""
+    overrides = {} if data_dir is None else {"data_dir": Path(data_dir)}
+    return resolve(RagcoreSettings, env, overrides=overrides, secrets_files=None if secrets_toml else ())
 
 
 def value_of(settings: RagcoreSettings, name: str) -> Any:
@@ -135,6 +51,13 @@ def value_of(settings: RagcoreSettings, name: str) -> Any:
     for part in name.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def with_values(settings: RagcoreSettings, values: Mapping[str, Any]) -> RagcoreSettings:
+    """``settings`` with ``values`` by their saved names (``top_k``, ``llm.model``), checked by the rules."""
+    llm = {k[4:]: v for k, v in values.items() if k.startswith("llm.")}
+    own = {k: v for k, v in values.items() if not k.startswith("llm.")}
+    return settings.with_(**own, **({"llm": replace(settings.llm, **llm)} if llm else {}))
 
 
 def save_app_settings(data_dir: str | Path, changes: Mapping[str, Any]) -> Path:
@@ -181,5 +104,5 @@ def defaults() -> RagcoreSettings:
 
 __all__ = [
     "FILE_NAME", "PERSISTED", "LoadedSettings", "SettingsFileError", "changed_values", "load_app_settings",
-    "read_file", "save_app_settings", "settings_path", "value_of",
+    "read_file", "save_app_settings", "settings_path", "value_of", "with_values",
 ]

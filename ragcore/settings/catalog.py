@@ -18,10 +18,8 @@ from functools import cache
 from typing import Any
 
 from ragcore.settings.config import LLM_ENV_PREFIX, ENV_PREFIX, LlmSettings, RagcoreSettings
+from ragcore.settings.resolve import persisted_names, variables_of
 from ragcore.settings.rules import Rule
-
-# the endpoint's two fields that the standard OpenAI variables also set
-OPENAI_VARIABLES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 
 
 @dataclass(frozen=True)
@@ -38,9 +36,8 @@ class Entry:
 
     @property
     def variables(self) -> tuple[str, ...]:
-        """Every variable that sets it, strongest first."""
-        extra = OPENAI_VARIABLES.get(self.field) if self.owner == "llm" else None
-        return (self.variable, extra) if extra else (self.variable,)
+        """Every variable that sets it, strongest first (OPENAI_API_KEY after RAGCORE_LLM_API_KEY)."""
+        return (self.variable,) if self.owner == "service" else variables_of(self.name)
 
     @property
     def numeric(self) -> bool:
@@ -91,13 +88,52 @@ def entry(name: str, owner: str | None = None) -> Entry:
     raise KeyError(name)
 
 
+# group -> (owner, its first field): a group holds the fields declared from its first to the next group's
+# (docs/13's tables, and the app's Settings page forms)
+GROUPS: dict[str, tuple[str, str]] = {
+    "storage": ("settings", "data_dir"),
+    "ingestion": ("settings", "chunk_size"),
+    "models": ("settings", "embed_model"),
+    "retrieval": ("settings", "retrieval_mode"),
+    "answering": ("settings", "abstain_bar"),
+    "llm": ("llm", "base_url"),
+    "service": ("service", "host"),
+}
+
+
+def group_entries(group: str) -> list[Entry]:
+    """The settings of one group, in the order the class declares them."""
+    owner, first = GROUPS[group]
+    starts = {f for o, f in GROUPS.values() if o == owner}
+    out: list[Entry] = []
+    inside = False
+    for e in owned(owner):
+        if e.field in starts:
+            inside = e.field == first
+        if inside:
+            out.append(e)
+    return out
+
+
 # --------------------------------------------------------------------------- the lists the clients use
+
+
+@cache
+def app_group(*groups: str) -> tuple[str, ...]:
+    """The settings of ``groups`` the app saves (its Settings page's forms), by their saved name."""
+    return tuple(e.name for g in groups for e in group_entries(g) if e.rule.app and not e.rule.secret)
 
 
 @cache
 def persisted() -> tuple[str, ...]:
     """What the app saves in app_settings.json (never a secret)."""
-    return tuple(e.name for e in owned("settings") + owned("llm") if e.rule.app and not e.rule.secret)
+    return persisted_names(RagcoreSettings)
+
+
+@cache
+def secret_names() -> tuple[str, ...]:
+    """The settings whose value is never shown, logged or written to the settings file."""
+    return tuple(e.name for e in owned("settings") + owned("llm") if e.rule.secret)
 
 
 @cache

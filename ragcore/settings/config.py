@@ -6,7 +6,7 @@ Nothing here runs at import time; call :func:`RagcoreSettings.from_env` where a 
 Every value is checked in one place, whatever its origin: a ``RAGCORE_*`` / ``OPENAI_*``
 variable (:meth:`RagcoreSettings.from_env`), ``RagcoreSettings(...)`` or ``LlmSettings(...)`` in
 code, ``.with_(...)`` / ``dataclasses.replace``, or a secrets.toml
-(:mod:`ragcore.settings.llm_config`). Each field's rule sits next to the field
+(:mod:`ragcore.settings.secrets_file`, read by the one resolver, :mod:`ragcore.settings.resolve`). Each field's rule sits next to the field
 (``metadata["rule"]``); a bad value raises :class:`ConfigError`, whose message names the
 variable (or field), the value and what is allowed, e.g.
 ``RAGCORE_TOP_K=-3 is not allowed: top_k must be an integer from 1 to 1000``. Secret values are never shown.
@@ -14,7 +14,6 @@ variable (or field), the value and what is allowed, e.g.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -32,7 +31,7 @@ from ragcore.settings.rules import (  # noqa: F401  (re-exported: the settings' 
     env_values,
 )
 from ragcore.settings.llm import LlmApi, LlmSettings, UnsupportedPolicy  # noqa: F401  (re-exported)
-from ragcore.settings.llm_config import resolve_llm_settings
+from ragcore.settings.resolve import check_variable_names, known_variables as _known_variables, resolve
 
 
 def __getattr__(name: str) -> Any:
@@ -120,11 +119,11 @@ class RagcoreSettings:
              "collection built with another model is refused.")
     # else OPENAI_BASE_URL
     embed_base_url: str | None = _setting(
-        None, "url", optional=True, shown_default="`OPENAI_BASE_URL`",
+        None, "url", optional=True,
         help="The OpenAI-compatible endpoint for `openai:` models, up to `/v1` (`/embeddings` is added).")
     # else OPENAI_API_KEY
     embed_api_key: str | None = _setting(
-        None, "str", optional=True, secret=True, shown_default="`OPENAI_API_KEY`",
+        None, "str", optional=True, secret=True,
         help="Sent as a bearer token; never shown or saved.")
     # else the model folder's own
     embed_query_prefix: str | None = _setting(
@@ -401,85 +400,23 @@ class RagcoreSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, secrets: bool | None = None,
                  **overrides: Any) -> "RagcoreSettings":
-        """Build settings from RAGCORE_* variables (plus OPENAI_API_KEY / OPENAI_BASE_URL).
-
-        ``overrides`` win over the environment (``llm`` may be an LlmSettings, which replaces
-        the environment's, or a mapping of LLM fields applied on top). Empty variables are
-        ignored. Unknown or renamed RAGCORE_* variables and bad values raise ConfigError.
-        ``secrets``: also read the endpoint from ``.streamlit/secrets.toml`` (the project's, then
-        the home folder's; below the environment), as the CLI, the app and the service do; by
+        """Settings from the one resolver (:mod:`ragcore.settings.resolve`): defaults, the app's settings
+        file, ``.streamlit/secrets.toml``, the environment (RAGCORE_*, OPENAI_API_KEY / OPENAI_BASE_URL),
+        then ``overrides`` (``llm`` may be an LlmSettings, which replaces the endpoint, or a mapping of its
+        fields applied on top). Empty variables are ignored; unknown or renamed RAGCORE_* variables and bad
+        values raise ConfigError. ``secrets``: also read the files (secrets.toml and the settings file); by
         default when ``env`` is the process's environment (a mapping passed in is read alone).
         """
-        read_secrets = env is None if secrets is None else secrets
-        env = os.environ if env is None else env
-        check_env_names(env)
-        problems: list[str] = []
-        try:
-            values, labels = env_values(cls, env, ENV_PREFIX, skip=("llm",))
-        except ConfigError as exc:
-            problems.append(str(exc))
-        try:
-            llm = _llm_from_env(env, overrides.pop("llm", None), read_secrets)
-        except ConfigError as exc:
-            problems.append(str(exc))
-        if problems:  # every bad variable at once, not one per attempt
-            raise ConfigError("; ".join(problems))
-        for name, var in (("embed_api_key", "OPENAI_API_KEY"), ("embed_base_url", "OPENAI_BASE_URL")):
-            if name not in values and env.get(var):  # the embedding endpoint falls back to OpenAI's variables
-                values[name] = check_value(name, _rules(cls)[name], env[var], var)
-        _no_unknown(cls, overrides)
-        for name, value in overrides.items():
-            values[name] = check_value(name, _rules(cls)[name], value)
-            labels.pop(name, None)
-        return _build(cls, values, labels, llm)
-
-
-def _build(cls: type[RagcoreSettings], values: dict[str, Any], labels: dict[str, str], llm: LlmSettings) -> RagcoreSettings:
-    """The settings object; a chunk overlap/size clash names the variables that set them."""
-    defaults = {f.name: f.default for f in fields(cls)}
-    size = values.get("chunk_size", defaults["chunk_size"])
-    overlap = values.get("chunk_overlap", defaults["chunk_overlap"])
-    problem = chunk_problem(size, overlap, labels)
-    if problem:
-        raise ConfigError(problem)
-    return cls(llm=llm, **values)
-
-
-def _llm_from_env(env: Mapping[str, str], override: Any, read_secrets: bool = False) -> LlmSettings:
-    if isinstance(override, LlmSettings):
-        return override
-    if read_secrets:  # secrets.toml below the environment: llm_config's one order, the CLI's and the app's
-        llm = resolve_llm_settings(env=env)
-        return _llm_override(llm, override)
-    values, _ = env_values(LlmSettings, env, LLM_ENV_PREFIX)
-    for name, var in (("api_key", "OPENAI_API_KEY"), ("base_url", "OPENAI_BASE_URL")):
-        raw = env.get(var)
-        if name not in values and raw:
-            values[name] = check_value(name, _rules(LlmSettings)[name], raw, var)
-    return _llm_override(LlmSettings(**values), override)
-
-
-def _llm_override(llm: LlmSettings, override: Any) -> LlmSettings:
-    if isinstance(override, Mapping):
-        _no_unknown(LlmSettings, override)
-        llm = replace(llm, **override)
-    elif override is not None:
-        raise ConfigError(f"llm={type(override).__name__} is not allowed: llm must be an LlmSettings or a mapping")
-    return llm
+        from_files = env is None if secrets is None else secrets
+        return resolve(cls, env, overrides=overrides, read_files=from_files).settings
 
 
 def known_variables() -> frozenset[str]:
     """Every RAGCORE_* variable ragcore reads."""
-    names = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)}
-    names |= {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    from ragcore.settings.service import service_variables  # the unknown-variable check lets them through
-
-    return frozenset(names | OTHER_VARIABLES | service_variables())
+    return _known_variables(RagcoreSettings)
 
 
 def check_env_names(env: Mapping[str, str], prefix: str = ENV_PREFIX) -> None:
     """ConfigError naming every renamed or unknown variable starting with ``prefix``: a typo
     such as RAGCORE_TOPK would otherwise be ignored without a word."""
-    near = {ENV_PREFIX + n.upper() for n in _rules(RagcoreSettings)} | {LLM_ENV_PREFIX + n.upper() for n in _rules(LlmSettings)}
-    if any(k.startswith(prefix) and k not in near and k not in OTHER_VARIABLES for k in env):
-        check_names(env, prefix, known_variables())  # the service's variables are read only then (cold path)
+    check_variable_names(RagcoreSettings, env, prefix)

@@ -1,5 +1,5 @@
 """The LLM endpoint's settings: one frozen, validated :class:`LlmSettings` (``RAGCORE_LLM_*``), each
-field's rule and catalog entry beside it. Where the values come from: :mod:`ragcore.settings.llm_config`."""
+field's rule and catalog entry beside it. Where the values come from: :mod:`ragcore.settings.resolve`."""
 
 from __future__ import annotations
 

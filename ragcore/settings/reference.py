@@ -1,6 +1,6 @@
 """docs/13's settings tables, written from the catalog (:mod:`ragcore.settings.catalog`).
 
-Each table sits between two markers in docs/13-configuration-reference.md; the prose around them
+Each table (and the list of the layers a value may come from, ``resolve.ORDER``) sits between two markers in docs/13-configuration-reference.md; the prose around them
 is written by hand. ``python -m ragcore.settings.reference --write`` rewrites the tables after a
 setting changes; ``--check`` (and a unit test) fails when the page and the catalog differ.
 """
@@ -13,36 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragcore.settings.catalog import Entry, entries
+from ragcore.settings.catalog import Entry, group_entries, owned
+from ragcore.settings.resolve import ORDER
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "13-configuration-reference.md"
-# table -> (owner, its first field): a table holds the fields declared from its first to the next table's
-GROUPS: dict[str, tuple[str, str]] = {
-    "storage": ("settings", "data_dir"),
-    "ingestion": ("settings", "chunk_size"),
-    "models": ("settings", "embed_model"),
-    "retrieval": ("settings", "retrieval_mode"),
-    "answering": ("settings", "abstain_bar"),
-    "llm": ("llm", "base_url"),
-    "service": ("service", "host"),
-}
 HEADER = "| Setting | Environment variable | Default | Allowed | Meaning |\n| --- | --- | --- | --- | --- |\n"
 _BLOCK = re.compile(r"(<!-- settings table: (\w+) .*?-->\n)(.*?)(<!-- end of settings table -->)", re.S)
-
-
-def group_entries(group: str) -> list[Entry]:
-    owner, first = GROUPS[group]
-    starts = {f for o, f in GROUPS.values() if o == owner}
-    out: list[Entry] = []
-    inside = False
-    for e in entries():
-        if e.owner != owner:
-            continue
-        if e.field in starts:
-            inside = e.field == first
-        if inside:
-            out.append(e)
-    return out
 
 
 def default_text(e: Entry) -> str:
@@ -67,9 +43,31 @@ def table(group: str) -> str:
     return HEADER + "".join(rows)
 
 
+_METAVAR = {"int": "N", "float": "X", "path": "PATH"}
+
+
+def options_table() -> str:
+    """docs/13's table of the settings' command-line options: the catalog's ``flag`` and ``commands``."""
+    rows = []
+    for e in owned("settings"):
+        if not (e.rule.flag and e.rule.commands):
+            continue
+        # a choice's values, with the bar escaped: a "|" would end the table's cell
+        value = "\\|".join(e.rule.choices) if e.rule.kind == "choice" else _METAVAR.get(e.rule.kind, "VALUE")
+        commands = ", ".join(f"`ragcore {c}`" for c in e.rule.commands)
+        rows.append(f"| `{e.rule.flag} {value}` | `{e.name}` | {commands} | {e.rule.allowed()} |\n")
+    return "| Option | Setting | Commands | Allowed |\n| --- | --- | --- | --- |\n" + "".join(rows)
+
+
+def order() -> str:
+    """docs/13's "Which value wins" list, from the resolver's own ORDER."""
+    return "".join(f"{i}. {text[0].upper()}{text[1:]}.\n" for i, (_, text) in enumerate(ORDER, 1))
+
+
 def render(page: str) -> str:
     """``page`` with every marked table rewritten from the catalog."""
-    return _BLOCK.sub(lambda m: m.group(1) + table(m.group(2)) + m.group(4), page)
+    special = {"order": order, "options": options_table}
+    return _BLOCK.sub(lambda m: m.group(1) + special.get(m.group(2), lambda: table(m.group(2)))() + m.group(4), page)
 
 
 def main(argv: list[str] | None = None) -> int:

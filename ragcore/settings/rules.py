@@ -20,6 +20,10 @@ RENAMED_VARIABLES = {"RAGCORE_MODE": "RAGCORE_RETRIEVAL_MODE"}
 # RAGCORE_* variables that are not settings but are read elsewhere (the unknown-variable check
 # must let them through): RAGCORE_DEBUG shows CLI tracebacks, RAGCORE_APP_WARMUP the app's warm-up.
 OTHER_VARIABLES = frozenset({"RAGCORE_DEBUG", "RAGCORE_APP_WARMUP"})
+# Settings the standard OpenAI variables also set, below their own RAGCORE_* variable: the LLM endpoint's,
+# and the embedding endpoint's (an ``openai:`` model reaches the same server by default)
+OPENAI_FALLBACKS = {"llm.api_key": "OPENAI_API_KEY", "llm.base_url": "OPENAI_BASE_URL",
+                    "embed_api_key": "OPENAI_API_KEY", "embed_base_url": "OPENAI_BASE_URL"}
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")

@@ -11,6 +11,8 @@ import pytest
 pytestmark = pytest.mark.slow  # real ingests: a few seconds each
 
 from ragcore.settings.app_file import SettingsFileError, load_app_settings, save_app_settings, settings_path
+from ragcore.settings.config import RagcoreSettings
+from ragcore.settings.resolve import resolve
 from ragcore.engine.collections_admin import (
     AdminError, Cancelled, delete_document, is_incomplete, record_cancelled, rename_collection, staleness,
 )
@@ -103,7 +105,9 @@ def test_settings_file_default_file_environment(tmp_path):
     assert loaded.settings.top_k == 4 and loaded.source("top_k") == "environment (RAGCORE_TOP_K)"
     assert loaded.source("llm.api_key") == "environment (OPENAI_API_KEY)"
     # a key from the secrets store, never from the file
-    loaded = load_app_settings(d, env={}, secrets={"OPENAI_API_KEY": "sk-from-secrets"})
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text('OPENAI_API_KEY = "sk-from-secrets"\n')
+    loaded = resolve(RagcoreSettings, {}, overrides={"data_dir": d}, secrets_files=[secrets])
     assert loaded.settings.llm.api_key == "sk-from-secrets" and loaded.source("llm.api_key") == "secrets (OPENAI_API_KEY)"
     with pytest.raises(SettingsFileError, match="secret"):
         save_app_settings(d, {"llm.api_key": "sk-x"})

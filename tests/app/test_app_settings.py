@@ -155,3 +155,24 @@ def test_url_credentials_never_shown_or_written(app_env, openai_server, monkeypa
     assert "URLSECRET99" not in _every_text(at)
     for f in app_env.rglob("*.json"):
         assert "URLSECRET99" not in f.read_text(encoding="utf-8"), f
+
+
+def test_the_forms_are_the_catalogs(app_env):
+    """Every setting the app saves (but the collection, chosen in the sidebar) has a widget on the page,
+    labelled, ranged and explained by its rule in the settings catalog (issue 44: the page typed its own)."""
+    from ragcore.settings import catalog
+
+    at = started(SETTINGS)
+    widgets = {w.label: w for kind in (at.number_input, at.selectbox, at.toggle, at.text_input) for w in kind}
+    for name in catalog.persisted():
+        if name == "collection":
+            continue
+        rule = catalog.entry(name).rule
+        assert rule.label in widgets, name
+        w = widgets[rule.label]
+        if rule.kind in ("int", "float"):
+            lo, hi, step = catalog.widget_range(name)
+            assert (w.min, w.max, w.step) == (lo, hi, step), name
+        if rule.kind == "choice":
+            assert sorted(w.options) == sorted(rule.choices), name
+        assert w.help == rule.help, name

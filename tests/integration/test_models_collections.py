@@ -15,7 +15,7 @@ import pytest
 from ragcore.cli.main import main
 from ragcore.encoders.registry import ModelMismatch
 from tests.conftest import write_corpus
-from tests.support.scripted_embeddings import ScriptedEmbeddingServer
+from bench.support.scripted_embeddings import ScriptedEmbeddingServer
 from tests.unit.encoders.test_onnx_folder import minilm_folder
 
 CORPUS = {

@@ -1,5 +1,5 @@
 """The rerank stage against real servers on 127.0.0.1: the scripted rerank endpoint
-(tests/support/scripted_embeddings.py) and the scripted chat server (RAGCORE_RERANK=llm), over
+(bench/support/scripted_embeddings.py) and the scripted chat server (RAGCORE_RERANK=llm), over
 a real engine (embedded Qdrant, the real MiniLM). A reranker that fails or hangs leaves an
 answer in the fused order with a note."""
 
@@ -14,8 +14,8 @@ from ragcore.llamaindex.rerank import RerankPostprocessor
 from ragcore.retrieval.rerank import EndpointReranker, LlmReranker, rerank_candidates
 from ragcore.settings.config import LlmSettings
 from tests.conftest import write_corpus
-from tests.support.scripted_embeddings import Drop, Fail, Hang, ScriptedEmbeddingServer
-from tests.support.scripted_openai import Text
+from bench.support.scripted_embeddings import Drop, Fail, Hang, ScriptedEmbeddingServer
+from bench.support.scripted_openai import Text
 
 CORPUS = {
     "refunds.md": "# Refunds\n\nRefunds are issued within 14 days of purchase for unused items.\n\n"

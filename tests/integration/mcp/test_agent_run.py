@@ -20,7 +20,7 @@ from ragcore.engine.engine import Engine  # noqa: E402
 from ragcore.service.mcp.tools import RagTools  # noqa: E402
 from ragcore.service.limits import Slots  # noqa: E402
 from tests.integration.service.conftest import base_settings  # noqa: E402
-from tests.support.scripted_openai import Computed, Text, ToolCall  # noqa: E402
+from bench.support.scripted_openai import Computed, Text, ToolCall  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 QUESTION = "What is reciprocal rank fusion?"

@@ -19,7 +19,7 @@ from ragcore.service.mcp.server import build_server  # noqa: E402
 from ragcore.service.mcp.tools import RagTools  # noqa: E402
 from ragcore.service.limits import Slots  # noqa: E402
 from tests.integration.service.conftest import base_settings, scripted_llm  # noqa: E402
-from tests.support.scripted_openai import Hang, Text  # noqa: E402
+from bench.support.scripted_openai import Hang, Text  # noqa: E402
 
 QUESTION = "What is reciprocal rank fusion?"
 

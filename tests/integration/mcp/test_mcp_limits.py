@@ -16,7 +16,7 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
 from tests.integration.service.conftest import scripted_llm  # noqa: E402
-from tests.support.scripted_openai import Hang  # noqa: E402
+from bench.support.scripted_openai import Hang  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 QUESTION = "What is reciprocal rank fusion?"

@@ -20,7 +20,7 @@ from ragcore.service.app import create_app
 from ragcore.settings.config import LlmSettings, RagcoreSettings
 from ragcore.settings.service import ServiceSettings
 from tests.conftest import DOCS
-from tests.support.scripted_openai import ScriptedOpenAIServer
+from bench.support.scripted_openai import ScriptedOpenAIServer
 
 PAGES = ("04-retrieval-modes-and-fusion.md", "06-citations-and-the-answer-contract.md", "08-selected-text-mode.md")
 KEY = "test-key-3f9a1c0d5e"

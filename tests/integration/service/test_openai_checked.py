@@ -12,7 +12,7 @@ import pytest
 
 from ragcore.settings.config import LlmSettings
 from tests.integration.service.conftest import KEY
-from tests.support.scripted_openai import Cut, Hang, Text
+from bench.support.scripted_openai import Cut, Hang, Text
 
 QUESTION = "What does the threshold apply to?"
 SUPPORTED = "The threshold applies to the cosine similarity between the question and the chunk, in every retrieval mode"

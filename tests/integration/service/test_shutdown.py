@@ -20,7 +20,7 @@ import pytest
 from bench.serve import wait_ready
 from ragcore.service.pool import DaemonPool
 from tests.conftest import REPO
-from tests.support.scripted_openai import unused_port
+from bench.support.scripted_openai import unused_port
 
 CHILD = """
 import sys, threading

@@ -13,7 +13,7 @@ import pytest
 import websockets
 
 from tests.integration.service.conftest import scripted_llm
-from tests.support.scripted_openai import Hang, Text
+from bench.support.scripted_openai import Hang, Text
 
 QUESTION = "How does hybrid mode fuse the dense and sparse rankings?"
 DEADLINE = 8.0

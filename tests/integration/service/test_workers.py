@@ -15,7 +15,7 @@ import pytest
 
 from bench.serve import wait_ready
 from tests.conftest import REPO
-from tests.support.scripted_openai import unused_port
+from bench.support.scripted_openai import unused_port
 
 QUESTION = "How does hybrid mode fuse the dense and sparse rankings?"
 

@@ -11,7 +11,7 @@ import pytest
 import websockets
 
 from tests.integration.service.conftest import scripted_llm
-from tests.support.scripted_openai import Text
+from bench.support.scripted_openai import Text
 
 QUESTION = "How does hybrid mode fuse the dense and sparse rankings?"
 SLOW = Text([f"w{i} " for i in range(60)] + ["[1]."], delay=0.1)  # 6 s unless stopped

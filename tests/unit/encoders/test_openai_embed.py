@@ -1,5 +1,5 @@
 """The ``openai:<model>`` source against a real HTTP server on 127.0.0.1 that speaks the embeddings
-protocol and fails on demand (tests/support/scripted_embeddings.py)."""
+protocol and fails on demand (bench/support/scripted_embeddings.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from ragcore.encoders.base import EmbedError
 from ragcore.encoders.openai_embed import OpenAIEmbedder
-from tests.support.scripted_embeddings import (
+from bench.support.scripted_embeddings import (
     Drop, Fail, Fewer, Hang, NaNs, PerToken, ScriptedEmbeddingServer, WrongDim, bag_vector,
 )
-from tests.support.scripted_openai import unused_port
+from bench.support.scripted_openai import unused_port
 
 KEY = "sk-test-secret-key-123456"
 

@@ -185,7 +185,7 @@ def test_eval_cli_errors(tmp_path: Path, capsys) -> None:
     (tmp_path / "q.jsonl").write_text('{"question": "Why?"}\n')
     args = _eval_parser().parse_args(["eval", str(tmp_path / "q.jsonl"), "-c", "x", "--sweep", "top_k=a"])
     assert args.func(args) == 2
-    assert "top_k='a': expected int" in capsys.readouterr().err
+    assert "top_k=a is not allowed: top_k must be an integer" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -200,8 +200,11 @@ def test_parse_sweep_types_values() -> None:
     assert parse_sweep("dedupe=true,false").values == (True, False)
     assert parse_sweep("top_k=5,5,10").values == (5, 10)
     assert parse_sweep("collection=a,b").values == ("a", "b")  # other collections of the corpus, by name
-    for bad, msg in (("top_k", "KEY=V1"), ("retrieval_mode=bm25", "choose from"), ("nope=1", "unknown setting"),
-                     ("chunk_size=a", "expected int"), ("threshold=x", "expected float")):
+    # values are checked by the setting's rule (the catalog), range included: top_k=0 used to pass as an int
+    for bad, msg in (("top_k", "KEY=V1"), ("retrieval_mode=bm25", "must be 'dense', 'sparse' or 'hybrid'"),
+                     ("nope=1", "unknown setting"), ("chunk_size=a", "chunk_size must be an integer"),
+                     ("threshold=x", "threshold must be a finite number"), ("top_k=0,5", "top_k must be an integer from 1"),
+                     ("embed_timeout_s=1", "cannot be swept")):
         with pytest.raises(SweepError, match=msg):
             parse_sweep(bad)
 

@@ -3,46 +3,19 @@ folders being ingested, never opens special files and walks any depth. No model 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from ragcore.ingest.read.loaders import LoadError, read_bytes
 from ragcore.ingest.discover import discover
+from bench.support.hostile_corpus import deep_folders
 from tests.conftest import write_corpus
 
 ROOT_USER = os.name == "posix" and os.geteuid() == 0
-
-
-@contextlib.contextmanager
-def deep_folders(root: Path, depth: int, files: dict[str, str]) -> Iterator[str]:
-    """``depth`` nested folders "d" under ``root`` with ``files`` at the bottom; yields the
-    bottom's relative path and removes the chain afterwards. Built and removed one level at a
-    time relative to open folders: Path.mkdir(parents=True) and shutil.rmtree recurse, and a
-    leftover chain would crash pytest's own clean-up of old temp folders later."""
-    root.mkdir(parents=True, exist_ok=True)
-    fds = [os.open(root, os.O_RDONLY)]
-    try:
-        for _ in range(depth):
-            os.mkdir("d", dir_fd=fds[-1])
-            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
-        for name, text in files.items():
-            out = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fds[-1])
-            os.write(out, text.encode())
-            os.close(out)
-        yield "d/" * depth
-    finally:
-        for name in os.listdir(fds[-1]):
-            os.unlink(name, dir_fd=fds[-1])
-        while len(fds) > 1:
-            os.close(fds.pop())
-            os.rmdir("d", dir_fd=fds[-1])
-        os.close(fds[0])
 
 
 def _found(root: Path) -> tuple[dict[str, Path | None], dict[str, str]]:

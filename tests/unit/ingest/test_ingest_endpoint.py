@@ -1,5 +1,5 @@
 """Ingest through an embeddings endpoint (the scripted protocol server on 127.0.0.1,
-tests/support/scripted_embeddings.py): ``RAGCORE_EMBED_CONCURRENCY`` requests in flight while the
+bench/support/scripted_embeddings.py): ``RAGCORE_EMBED_CONCURRENCY`` requests in flight while the
 files are read, every vector stored with its own chunk although the answers come back out of order,
 a 429 retried, the section headings embedded along the way, and a failure that loses nothing and
 says what went wrong."""
@@ -16,7 +16,7 @@ from ragcore.encoders.base import EmbedError
 from ragcore.storage.headings import heading_texts
 from ragcore.storage.store import embed_text, point_id
 from tests.conftest import write_corpus
-from tests.support.scripted_embeddings import Fail, Hang, ScriptedEmbeddingServer, bag_vector
+from bench.support.scripted_embeddings import Fail, Hang, ScriptedEmbeddingServer, bag_vector
 
 DIM = 48
 

@@ -16,7 +16,7 @@ from ragcore.cli.main import main
 from ragcore.encoders.base import EmbedError
 from ragcore.encoders.openai_embed import OpenAIEmbedder
 from tests.conftest import write_corpus
-from tests.support.scripted_embeddings import Fail, Hang, ScriptedEmbeddingServer
+from bench.support.scripted_embeddings import Fail, Hang, ScriptedEmbeddingServer
 from tests.unit.ingest.test_ingest_endpoint import corpus, endpoint_settings
 
 

@@ -4,7 +4,7 @@ files are read and embedded, so the first write no longer stalls the pipeline. C
 overlap keeps the store's order, takes only a bounded number of batches ahead of the store, and a
 failing request while the writer is still starting loses nothing.
 
-Real parts: the scripted protocol server on 127.0.0.1 (tests/support/scripted_embeddings.py), Qdrant
+Real parts: the scripted protocol server on 127.0.0.1 (bench/support/scripted_embeddings.py), Qdrant
 Edge in a temp folder. The one thing replaced is the writer's start-up, by the real one run behind a
 gate the test opens: a start-up of several seconds (what the imports cost on a busy machine) cannot
 be produced on demand otherwise, and once imported they cost nothing.
@@ -24,7 +24,7 @@ from ragcore.ingest import batch_writer
 from ragcore.ingest.run import PIPELINE_AHEAD, WRITE_AHEAD
 from ragcore.storage.store import embed_text, point_id
 from tests.conftest import write_corpus
-from tests.support.scripted_embeddings import Fail, ScriptedEmbeddingServer
+from bench.support.scripted_embeddings import Fail, ScriptedEmbeddingServer
 from tests.unit.ingest.test_ingest_endpoint import DIM, expected, record_write_order
 from tests.unit.ingest.test_ingest_endpoint import corpus as sections_corpus
 

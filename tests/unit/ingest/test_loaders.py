@@ -21,6 +21,7 @@ from ragcore.ingest.read.loaders import (
 )
 from ragcore.types import LoadedDocument
 from tests.conftest import REPO
+from bench.support.pdfs import make_pdf  # noqa: F401  (other test modules import it from here too)
 
 DATA = REPO / "tests" / "data" / "loaders"
 BIG = 20_000_000
@@ -270,21 +271,6 @@ def test_other_code_is_verbatim_without_sections() -> None:
 
 
 # --------------------------------------------------------------------------- PDF
-
-
-def make_pdf(path: Path, pages: list[list[str]], title: str | None = None) -> bytes:
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-
-    c = canvas.Canvas(str(path), pagesize=A4)
-    if title:
-        c.setTitle(title)
-    for lines in pages:
-        for i, text in enumerate(lines):
-            c.drawString(72, 800 - 18 * i, text)
-        c.showPage()
-    c.save()
-    return path.read_bytes()
 
 
 def test_pdf_pages_and_line_numbers(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from ragcore.retrieval.rerank import RerankError, reranker_for
 from ragcore.settings.config import LlmSettings, RagcoreSettings
 from ragcore.synthesis.llm.generator import OpenAIGenerator
-from tests.support.scripted_openai import ScriptedOpenAIServer, Text
+from bench.support.scripted_openai import ScriptedOpenAIServer, Text
 
 PASSAGE = "Refunds are issued within fourteen days of purchase for unused items returned in their box. " * 10
 

@@ -200,7 +200,7 @@ def test_secrets_toml_goes_through_the_same_rules(tmp_path: Path) -> None:
         resolve_llm_settings(env={}, secrets_files=[f])
     f.write_text('[llm]\nmax_retries = 3.0\napi = "Responses"\n')
     s, sources = resolve_llm_settings_with_sources(env={}, secrets_files=[f])
-    assert s.max_retries == 3 and s.api == "responses" and sources["api"] == f"{f} [llm.api]"
+    assert s.max_retries == 3 and s.api == "responses" and sources["api"] == "secrets (llm.api)"
     with pytest.raises(ConfigError, match="deadline_s=0 is not allowed"):
         resolve_llm_settings({"deadline_s": 0}, env={}, secrets_files=())
 

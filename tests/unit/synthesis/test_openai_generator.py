@@ -470,9 +470,9 @@ def test_settings_precedence_explicit_env_secrets(tmp_path) -> None:
         {"timeout_s": 3, "max_output_tokens": None}, env=env, secrets_files=[global_secrets, project]
     )
 
-    assert s.model == "env-model" and sources["model"] == "env RAGCORE_LLM_MODEL"
+    assert s.model == "env-model" and sources["model"] == "environment (RAGCORE_LLM_MODEL)"
     assert s.api == "responses" and s.temperature == 0.3 and s.base_url == "http://127.0.0.1:8080/v1"
-    assert s.api_key == "sk-from-global-file" and sources["api_key"].endswith("[OPENAI_API_KEY]")
+    assert s.api_key == "sk-from-global-file" and sources["api_key"] == "secrets (OPENAI_API_KEY)"
     assert s.max_retries == 4 and s.timeout_s == 3.0 and sources["timeout_s"] == "explicit"
     assert s.max_output_tokens == 512 and sources["max_output_tokens"] == "default"
     assert "sk-from-global-file" not in repr(s) and "sk-from-global-file" not in str(sources)

@@ -258,7 +258,7 @@ def _embeddings(st: ScriptedEmbeddingServer, body: Any, reply: Reply | None) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m tests.support.scripted_embeddings --dim 384 --ms 10``: serve in a process of its own
+    """``python -m bench.support.scripted_embeddings --dim 384 --ms 10``: serve in a process of its own
     (as a real endpoint runs: `bench ingest --endpoint scripted:MS` must not share ragcore's GIL); prints
     the base URL on one line, then serves until its standard input closes."""
     import argparse
