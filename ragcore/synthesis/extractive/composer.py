@@ -155,7 +155,7 @@ class ExtractiveComposer:
             return []
         # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
         unscored = [e for e in evidence if e.dense_score is None]
-        vecs = self.encoder.encode([question, *(_embed_text(u) for _, u in items), *(embed_text(e.chunk) for e in unscored)])
+        vecs = self.encoder.encode([question, *(unit_text_to_embed(u) for _, u in items), *(embed_text(e.chunk) for e in unscored)])
         q = vecs[0]
         unit_cos = vecs[1 : 1 + len(items)] @ q
         chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
@@ -323,7 +323,7 @@ def source_names(chunk: Chunk) -> frozenset[str]:
     return frozenset(re.findall(r"[a-z]+", " ".join([chunk.path.rsplit("/", 1)[-1], *chunk.section]).lower()))
 
 
-def _embed_text(unit: Unit) -> str:
+def unit_text_to_embed(unit: Unit) -> str:
     """What a unit is embedded as: its sentence, or a table's text (the block's first lines)."""
     return unit.sentence or normalize_ws(unit.plain)[:500]
 
