@@ -446,6 +446,9 @@ class ExtractiveSynthesizer:
     def stream(self, job: SynthesisJob, cancel: threading.Event | None = None) -> Generator[str, None, Synthesis]:
         result = self.composed or self.composer.compose(job.question, job.evidence)
         yield from word_pieces(result.text)
-        confidence = (Confidence(round(result.confidence, 4), result.level or "low", decides=result.unsure or result.level != "low")
+        # the level decides (a low answer partial, the level shown by the CLI and the app) only with a
+        # model whose calibration met its target (gate); otherwise it is a hint in the JSON, whatever the level
+        gate = self.composer.reader is not None and self.composer.reader.gate
+        confidence = (Confidence(round(result.confidence, 4), result.level or "low", decides=gate or result.unsure)
                       if result.confidence is not None else None)
         return Synthesis(result.text, self.name, confidence=confidence)

@@ -118,3 +118,24 @@ def test_abstention_inputs_stay_the_hand_made_score(encoder: OnnxMiniLM) -> None
     learned = ExtractiveComposer(encoder, reader=one_hot("chunk_rank", weight=-4.0)).compose(QUESTION, EVIDENCE)
     assert learned.best_score == pytest.approx(plain.best_score)
     assert replace(learned, text="").best_probability is not None
+
+
+def test_a_confident_level_decides_nothing_while_the_model_does_not_gate(encoder: OnnxMiniLM) -> None:
+    """With gate off the level is a hint in the JSON only, high as well as low (the CLI and the app
+    show a level only when it decides); with gate on it decides at every level."""
+    from types import SimpleNamespace
+
+    from ragcore.synthesis.extractive.composer import ExtractiveSynthesizer
+
+    def run(model: ReaderModel):
+        job = SimpleNamespace(question=QUESTION, evidence=EVIDENCE)  # the two fields the composer reads
+        gen = ExtractiveSynthesizer(ExtractiveComposer(encoder, reader=model)).stream(job)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as stop:
+                return stop.value.confidence
+
+    hint = run(replace(one_hot("chunk_rank", calib=SURE), gate=False))
+    assert hint is not None and hint.level == "high" and not hint.decides
+    assert run(one_hot("chunk_rank", calib=SURE)).decides
