@@ -264,7 +264,8 @@ def settings_config(settings: RagcoreSettings) -> dict[str, Any]:
 # --------------------------------------------------------------------------- one answer
 
 
-def record_from_answer(q: EvalQuestion, answer: Answer, mapper: DocPathMapper, *, max_hits: int = 20) -> QuestionRecord:
+def record_from_answer(q: EvalQuestion, answer: Answer, mapper: DocPathMapper, *, max_hits: int = 20,
+                       encoder: Any = None) -> QuestionRecord:
     """Reduce an :class:`Answer` to a :class:`QuestionRecord` (see the module docstring for
     what counts as retrieved)."""
     relevant = set(q.relevant_docs)
@@ -303,7 +304,7 @@ def record_from_answer(q: EvalQuestion, answer: Answer, mapper: DocPathMapper, *
         evidence_docs=tuple(dict.fromkeys(evidence_docs)), relevant=q.relevant,
         error_message=answer.error_message if answer.status == "error" else None,
         closest_section=f"{topic['heading']} — {mapper(topic['path'])} ({topic['score']:.2f})" if topic else None,
-        passage=passage_flags(q.question, q.answer, answer) if q.answerable and answer.status != "error" else None,
+        passage=passage_flags(q.question, q.answer, answer, encoder=encoder) if q.answerable and answer.status != "error" else None,
     )
 
 
@@ -343,6 +344,7 @@ def run_config(
     if s.calibrated_bar:  # record the bar actually in force, whichever its source
         s = s.with_(abstain_bar=engine.abstain_bar_info(name, s).value, calibrated_bar=False)
     records: list[QuestionRecord] = []
+    labeller = _label_encoder(engine)
     if cold_cache:
         clear_encoder_cache(engine)
     t0 = time.perf_counter()
@@ -353,13 +355,22 @@ def run_config(
             answer = engine.ask(q.question, collection=name, settings=s)
         except Exception as exc:  # Engine.ask reports its own errors; this is a last resort
             answer = Answer(question=q.question, answer="", status="error", error_message=f"{type(exc).__name__}: {exc}")
-        records.append(record_from_answer(q, answer, mapper))
+        records.append(record_from_answer(q, answer, mapper, encoder=labeller))
     if progress:
         progress(len(qs), len(qs), f"{label}: done")
     return EvalRun(
         label=label, kind="ragcore", collection=name, config=settings_config(s), records=tuple(records),
         summary=summarize_records(records), seconds=time.perf_counter() - t0, notes=tuple(notes),
     )
+
+
+def _label_encoder(engine: Any) -> Any:
+    """The encoder the answering-passage labels weigh meaning with: the engine's when it is the
+    bundled MiniLM (the labels' cosine bars were set on it, eval/answering.py), else none (words only)."""
+    from ragcore.encoders.minilm import OnnxMiniLM
+
+    enc = getattr(engine, "encoder", None)
+    return enc if isinstance(enc, OnnxMiniLM) else None
 
 
 def clear_encoder_cache(engine: Any) -> bool:

@@ -50,7 +50,7 @@ from ragcore.synthesis.base import Synthesis, SynthesisJob, word_pieces
 from ragcore.abstain.selection_support import SelectionFit, selection_fit
 from ragcore.synthesis.extractive import answers
 from ragcore.synthesis.extractive.context import Antecedents
-from ragcore.synthesis.extractive.reader import ReaderModel, Scored, features, load_model
+from ragcore.synthesis.extractive.reader import ReaderModel, Scored, confidence_features, features, load_model
 from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
 from ragcore.synthesis.extractive.units import PDF_TABLE, QuoteBlock, Picked, Unit, table_head, units_of
 
@@ -85,8 +85,8 @@ class ExtractiveResult:
     selection_fit: SelectionFit | None = None  # is the question about the selection? (selection_support.py)
     confidence: float | None = None  # the reader's calibrated chance that the answer holds the answer (reader.py)
     level: str | None = None  # "high" | "medium" | "low"; low: the answer opens with UNSURE_LEAD
-    best_probability: float | None = None  # the reader's probability for its best unit, before calibration
-    cosines: tuple[float, float] = (0.0, 0.0)  # the best unit's and the best chunk's cosine (the confidence reads them)
+    best_probability: float | None = None  # the reader's probability for its best unit (None when it does not rank)
+    signals: tuple[float, ...] = ()  # what the confidence reads (reader.CONF_FEATURES)
 
     @property
     def unsure(self) -> bool:
@@ -155,7 +155,7 @@ class ExtractiveComposer:
             return []
         # a corpus chunk's cosine is already known from retrieval; only selection pieces need one
         unscored = [e for e in evidence if e.dense_score is None]
-        vecs = self.encoder.encode([question, *(_embed_text(u) for _, u in items), *(embed_text(e.chunk) for e in unscored)])
+        vecs = self.encoder.encode([question, *(unit_text_to_embed(u) for _, u in items), *(embed_text(e.chunk) for e in unscored)])
         q = vecs[0]
         unit_cos = vecs[1 : 1 + len(items)] @ q
         chunk_cos = {e.n: float(e.dense_score) for e in evidence if e.dense_score is not None}
@@ -174,13 +174,12 @@ class ExtractiveComposer:
         self.scored = scored
         final = [s.score for s in scored]
         self.best_p = None
-        if self.reader is not None:
+        if self.reader is not None and self.reader.rank:  # a model that only says how sure costs no features
             probs = self.reader.probs(features(question, scored))
             self.best_p = float(probs.max())
-            if self.reader.rank:  # the reader's probability replaces the hand-made score
-                b = self.reader.blend
-                final = [(s.score + b * float(p)) if b else float(p) + 0.05 * (s.evidence.origin == "selection")
-                         for p, s in zip(probs, scored)]
+            b = self.reader.blend  # the reader's probability replaces (or nudges) the hand-made score
+            final = [(s.score + b * float(p)) if b else float(p) + 0.05 * (s.evidence.origin == "selection")
+                     for p, s in zip(probs, scored)]
         out = []
         for s, score in zip(scored, final):
             unit = s.unit
@@ -205,7 +204,8 @@ class ExtractiveComposer:
         follows = {e.n: prev.n for prev, e in zip(evidence, evidence[1:]) if e.origin == prev.origin == "selection"}
         context = Antecedents(scored, {e.n: e.chunk.text for e in evidence}, {e.n: source_names(e.chunk) for e in evidence}, follows)
         best_p = self.best_p
-        confidence, level = self._confidence(best_p, evidence)
+        signals = confidence_features(question, self.scored, evidence)
+        confidence, level = self._confidence(signals)
         unsure = level == "low" and self.reader is not None and self.reader.gate
         chosen = self._choose(ranked, evidence, context, first, _UNSURE_DOCS if unsure else self.max_docs)
         # a how-to answer holds the command that does it, one about a default the unit that states it (answers.py)
@@ -231,17 +231,13 @@ class ExtractiveComposer:
         text = render(ordered)
         if unsure:
             text = f"{UNSURE_LEAD}\n\n{text}"
-        cosines = (max(s.cos for s in self.scored), max(s.chunk_cos for s in self.scored))
-        return ExtractiveResult(text, "ok", best, tuple(ordered), best_selection, fit, confidence, level, best_p, cosines)
+        return ExtractiveResult(text, "ok", best, tuple(ordered), best_selection, fit, confidence, level, best_p, signals)
 
-    def _confidence(self, best_p: float | None, evidence: Sequence[Evidence]) -> tuple[float | None, str | None]:
-        """The reader's calibrated confidence from its best unit's probability and the question's
-        best unit and chunk cosines, and its level."""
-        if self.reader is None or best_p is None:
+    def _confidence(self, signals: tuple[float, ...]) -> tuple[float | None, str | None]:
+        """The reader's calibrated confidence (reader.CONF_FEATURES) and its level."""
+        if self.reader is None:
             return None, None
-        unit_cos = max((s.cos for s in self.scored), default=0.0)
-        chunk_cos = max((s.chunk_cos for s in self.scored), default=0.0)
-        c = self.reader.confidence(best_p, unit_cos, chunk_cos)
+        c = self.reader.confidence(signals)
         return c, self.reader.level(c)
 
     def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents,
@@ -323,7 +319,7 @@ def source_names(chunk: Chunk) -> frozenset[str]:
     return frozenset(re.findall(r"[a-z]+", " ".join([chunk.path.rsplit("/", 1)[-1], *chunk.section]).lower()))
 
 
-def _embed_text(unit: Unit) -> str:
+def unit_text_to_embed(unit: Unit) -> str:
     """What a unit is embedded as: its sentence, or a table's text (the block's first lines)."""
     return unit.sentence or normalize_ws(unit.plain)[:500]
 
@@ -450,6 +446,9 @@ class ExtractiveSynthesizer:
     def stream(self, job: SynthesisJob, cancel: threading.Event | None = None) -> Generator[str, None, Synthesis]:
         result = self.composed or self.composer.compose(job.question, job.evidence)
         yield from word_pieces(result.text)
-        confidence = (Confidence(round(result.confidence, 4), result.level or "low", decides=result.unsure or result.level != "low")
+        # the level decides (a low answer partial, the level shown by the CLI and the app) only with a
+        # model whose calibration met its target (gate); otherwise it is a hint in the JSON, whatever the level
+        gate = self.composer.reader is not None and self.composer.reader.gate
+        confidence = (Confidence(round(result.confidence, 4), result.level or "low", decides=gate or result.unsure)
                       if result.confidence is not None else None)
         return Synthesis(result.text, self.name, confidence=confidence)
