@@ -17,8 +17,8 @@ What comes out:
   Markdown, and the composer quotes the two together. Where a block in an item ends (a ``<p>``
   title, a nested list, a heading) and the item goes on, the line ends with Markdown's hard
   break (``LINE_BREAK``), where the sentence splitter ends a sentence: a title is not run into
-  the text below it. The markers are the only text added:
-  every line still stands for its source line. A ``<pre>`` inside an item is a block of its
+  the text below it (nor a ``<dt>`` term into its definition). The markers and breaks are the
+  only text added: every line still stands for its source line. A ``<pre>`` inside an item is a block of its
   own (a paragraph break before and after, its lines not indented): code is never run into the
   item's sentence, and what follows it in the item starts a new, unindented paragraph;
 - definition lists (``<dl>``) the same way: an entry is one block, its first term marked
