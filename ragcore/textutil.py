@@ -24,8 +24,15 @@ _END = re.compile(r"(?<![(\[])[.!?][\"'”’)\]]*(?=\s)")
 _INSIDE_BRACKETS = re.compile(r"[.!?][\"'”’]*[)\]][\"'”’)\]]*\s+[a-z]")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#{1,6})\s+")
 _WS = re.compile(r"\s+")
+# Markdown's hard line break: a line that ends in it is a block of its own (a title, a term, a nested
+# list's last item) with text going on below it in the same block; no sentence runs across it
+LINE_BREAK = "  "
+# a paragraph ends at a blank line, a bullet or heading line, a heading's underline, and a line ending
+# in Markdown's hard line break (two spaces): the HTML reader ends a list item's title or nested list
+# that way where the item's text goes on below it (ingest/read/html.py)
 _BLOCK_BREAK = re.compile(
-    r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)]|#{1,6})\s)|^ {0,3}#{1,6}\s.*\n|^([=\-~^`'\"*+#])\1{2,}\s*\n", re.M
+    r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)]|#{1,6})\s)|^ {0,3}#{1,6}\s.*\n|^([=\-~^`'\"*+#])\1{2,}\s*\n|(?<=\S) {2,}\n",
+    re.M,
 )
 # Markdown's `code` and reST's ``literal`` (tried first: read as single backticks, the second
 # literal's opening would pair with the first one's closing and swallow the prose between them)
@@ -48,7 +55,7 @@ def normalize_ws(text: str) -> str:
 def sentence_spans(text: str) -> list[Span]:
     """Split ``text`` into sentences with their character offsets.
 
-    Blank lines, list items and headings end a sentence as well; a period inside an
+    Blank lines, list items, headings and hard line breaks end a sentence as well; a period inside an
     identifier (``django.contrib``), a number (``3.2``) or after a known abbreviation does not.
     Code blocks and tables are single spans (see the module docstring).
     """

@@ -57,7 +57,8 @@ _BREAK_TIERS = ("。！？；,;}]", "、，：）」』】》:.!?)>|/&")
 
 # Bump when chunk boundaries or texts change for the same input: the next ingest re-chunks
 # every file (reusing stored vectors of chunks that come out the same).
-CHUNKER_VERSION = "4"  # 4: HTML <dl> entries as blocks, <pre> in list items apart, no "| " after a block in a row
+CHUNKER_VERSION = "5"  # 5: an HTML list item's or <dl> term's line ends in a hard line break where a block ended
+# (4: HTML <dl> entries as blocks, <pre> in list items apart, no "| " after a block in a row)
 # (3: HTML lists are list blocks, one "- item" line each, not paragraphs)
 DEFAULT_MAX_CHUNK_CHARS: int = RagcoreSettings.max_chunk_chars
 

@@ -14,8 +14,11 @@ What comes out:
   (``<ol>``, counting from its ``start``), its further lines are indented to the item's text,
   a nested list one level deeper, and no paragraph break inside a list. So a sentence that
   introduces a list ("login_required() does the following:") is followed by one block, as in
-  Markdown, and the composer quotes the two together. The markers are the only text added:
-  every line still stands for its source line. A ``<pre>`` inside an item is a block of its
+  Markdown, and the composer quotes the two together. Where a block in an item ends (a ``<p>``
+  title, a nested list, a heading) and the item goes on, the line ends with Markdown's hard
+  break (``LINE_BREAK``), where the sentence splitter ends a sentence: a title is not run into
+  the text below it (nor a ``<dt>`` term into its definition). The markers and breaks are the
+  only text added: every line still stands for its source line. A ``<pre>`` inside an item is a block of its
   own (a paragraph break before and after, its lines not indented): code is never run into the
   item's sentence, and what follows it in the item starts a new, unindented paragraph;
 - definition lists (``<dl>``) the same way: an entry is one block, its first term marked
@@ -43,8 +46,7 @@ import html
 from html.parser import HTMLParser
 
 from ragcore.ingest.read.html_model import (  # noqa: F401
-    _Record,
-    MAX_DEPTH, MAX_TITLE_CHARS, _BLOCKS, _CLOSES_P, _DL_GLUE, _DL_INDENT, _Dl, _HEADINGS, _Heading, _IMPLIED, _LISTS, _List, _MAIN_IDS, _NO_TITLE, _Open, _P, _P_SCOPE, _VOID, _attr, _int, _is_chrome,
+    _Record, LINE_BREAK, MAX_DEPTH, MAX_TITLE_CHARS, _BLOCKS, _CLOSES_P, _DL_GLUE, _DL_INDENT, _Dl, _HEADINGS, _Heading, _IMPLIED, _LISTS, _List, _MAIN_IDS, _NO_TITLE, _Open, _P, _P_SCOPE, _VOID, _attr, _int, _is_chrome,
 )
 from ragcore.ingest.read.html_chrome import drop_leading_chrome
 from ragcore.types import SourceLine
@@ -89,6 +91,9 @@ class _Extractor(HTMLParser):
         # term, term to definition) make no paragraph break until text comes.
         self.dls: list[_Dl] = []
         self.glue = False
+        # A block ended inside a list, where no paragraph break is written: the next line of the
+        # same item ends the last one with LINE_BREAK (a new item's marker line needs none).
+        self.held_break = False
 
     # ------------------------------------------------------------------ lines
 
@@ -99,6 +104,9 @@ class _Extractor(HTMLParser):
         text = "".join(self.parts)
         text = text.rstrip() if self.line_pre else " ".join(text.split())
         if text:
+            if self.held_break and self.marker is None and self.records and self.records[-1][1]:
+                self.records[-1][1] += LINE_BREAK
+            self.held_break = False
             text = self._list_prefix() + text
             self.records.append([self.line_no, text, self.section, self.anchor, self.main > 0, self.link_chars])
             self.glue = False
@@ -133,8 +141,10 @@ class _Extractor(HTMLParser):
 
     def _empty(self, no: int, force: bool = False) -> None:
         if (self.lists or self.items) and not force:
+            self.held_break = not self.pre  # a blank line in <pre> is code's own
             return  # a list is one block: no paragraph break between or inside its items
         if self.glue:
+            self.held_break = True  # the term ends its line (LINE_BREAK): it is not the definition's first words
             return  # inside one entry of a definition list
         dl = self._dl()
         if dl is not None and dl.state == "def":
@@ -214,7 +224,7 @@ class _Extractor(HTMLParser):
             # <h2><a id="dns" class="mark">#</a>…</h2>: an id inside the heading names it.
             name = _attr(attrs, "name") if tag == "a" else None  # <a name="…">, the old way
             self.heading_open.hid = _attr(attrs, "id") or name
-        if tag == "title" and self.title is None and not self._inside_any(_NO_TITLE):
+        if tag == "title" and self.title is None and not any(self.open_tags.get(t) for t in _NO_TITLE):
             self.title_parts = []  # <head> is dropped, but its <title> names the document
         elif self.skip:
             pass  # inside a dropped subtree: only keep the stack balanced
@@ -334,7 +344,6 @@ class _Extractor(HTMLParser):
                 while len(self.stack) > i:
                     self._pop()
                 return
-        # A stray end tag with nothing to close: ignore it, as browsers do.
 
     def _close_open(self, targets: frozenset[str], stop: frozenset[str]) -> None:
         """Close the nearest open element in ``targets`` unless an element in ``stop`` is nearer."""
@@ -348,9 +357,6 @@ class _Extractor(HTMLParser):
                 return
             if tag in stop:
                 return
-
-    def _inside_any(self, tags: frozenset[str]) -> bool:
-        return any(self.open_tags.get(t) for t in tags)
 
     def _pop(self) -> None:
         node = self.stack.pop()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ragcore import textutil
+
 # Elements whose whole subtree is not document text.
 _DROP_TAGS = frozenset(
     {
@@ -150,6 +152,9 @@ class _Dl:
         self.multi = False  # the definition has more than its first paragraph
 
 
+# ends an item's (or a definition list entry's) line where a block ended and the item goes on: a
+# paragraph break would end the list's block, this ends only the sentence (textutil.sentence_spans)
+LINE_BREAK = textutil.LINE_BREAK
 _DL_INDENT = "  "  # under "- ": a term's further lines and its definition's first paragraph
 # What may stand between a term and the first text of its definition without ending the entry.
 _DL_GLUE = frozenset({"p", "div", "dd", "dt"})

@@ -48,7 +48,7 @@ from ragcore.textutil import Span, content_terms, normalize_ws, sentence_spans
 from ragcore.types import Chunk, Confidence, Evidence
 from ragcore.synthesis.base import Synthesis, SynthesisJob, word_pieces
 from ragcore.abstain.selection_support import SelectionFit, selection_fit
-from ragcore.synthesis.extractive import answers
+from ragcore.synthesis.extractive import answers, cap
 from ragcore.synthesis.extractive.context import Antecedents
 from ragcore.synthesis.extractive.reader import ReaderModel, Scored, confidence_features, features, load_model
 from ragcore.synthesis.extractive.rules import Intent, adjust, intent_of, is_meta, says_what_to_do, starts_mid_sentence
@@ -228,6 +228,9 @@ class ExtractiveComposer:
         rest = sorted((p for p in chosen if p is not lead),
                       key=lambda p: (p.n not in first, not (howto and p.unit and says_what_to_do(p.unit)), p.n, p.span.start))
         ordered = context.grouped(lead, rest)
+        # the documented limit counts sentences, not units: a list or a definition can bring several (cap.py)
+        ordered = cap.fit(ordered, self.max_sentences, content_terms(question),
+                          lambda p: context.before(p) if context.leans(p) else None)
         text = render(ordered)
         if unsure:
             text = f"{UNSURE_LEAD}\n\n{text}"
@@ -242,8 +245,9 @@ class ExtractiveComposer:
 
     def _choose(self, ranked: Sequence[Picked], evidence: Sequence[Evidence], context: Antecedents,
                 first: set[int] | frozenset[int] = frozenset(), max_docs: int | None = None) -> list[Picked]:
-        """The best units within ``_RELATIVE_KEEP`` of the best, up to ``max_sentences``: from
-        at most ``max_docs`` pages, no near duplicates, each with the units it leans on. When
+        """The best units within ``_RELATIVE_KEEP`` of the best, up to ``max_sentences`` sentences
+        (``cap.py``: a unit can bring several; a list it brings can be cut to fit): from at most
+        ``max_docs`` pages, no near duplicates, each with the units it leans on. When
         no unit can be quoted that way (the best leans on a sentence the chunk does not hold,
         and nothing else is close), the best unit that can, however far below the best.
         ``first``: evidence ranked ahead (a selection the question is about); its units and the
@@ -254,8 +258,9 @@ class ExtractiveComposer:
         page = {e.n: None if e.origin == "selection" else e.chunk.path for e in evidence}
         chosen: list[Picked] = []
         pages: set[str] = set()
+        used = 0  # sentences
         for p in ranked:
-            if len(chosen) >= self.max_sentences:
+            if used >= self.max_sentences:
                 break
             if p.score < _RELATIVE_KEEP * top[p.n in first]:
                 continue
@@ -265,15 +270,17 @@ class ExtractiveComposer:
             if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
                 continue
             before = context.needs(p, chosen)
-            if before is None or len(chosen) + len(before) + 1 > self.max_sentences:
+            cost = None if before is None else sum(cap.least_sentences(q.unit) for q in [*before, p])
+            if cost is None or used + cost > self.max_sentences:
                 continue  # a fragment without the sentence it leans on, or no room for that one
             chosen += [*before, p]
+            used += cost
             pages |= {page[p.n]} - {None}
         if chosen:
             return chosen
         for p in ranked:
             before = context.needs(p, [])
-            if before is not None and len(before) < self.max_sentences:
+            if before is not None and sum(cap.least_sentences(q.unit) for q in [*before, p]) <= self.max_sentences:
                 return [*before, p]
         return [best]
 
@@ -402,23 +409,11 @@ def _marked(text: str, n: int) -> str:
     return text
 
 
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-
-
 def _marked_list(text: str, n: int) -> str:
     """Each sentence of each item is a claim of its own: a marker follows each. Sentences are
     found in the item's text after its bullet or number ("1." is not a sentence)."""
-    items: list[list[str]] = []
-    for line in text.split("\n"):
-        if _LIST_ITEM.match(line) or not items:
-            items.append([line])
-        else:
-            items[-1].append(line)
     out = []
-    for lines in items:
-        item = "\n".join(lines)
-        m = _LIST_ITEM.match(item)
-        head, body = (item[: m.end()], item[m.end() :]) if m else ("", item)
+    for head, body in cap.list_items(text):
         for sp in reversed(sentence_spans(body)):
             body = f"{body[: sp.end]} [{n}]{body[sp.end :]}"
         out.append(head + body)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragcore.textutil import Span, normalize_ws, sentence_spans
+from ragcore.textutil import LINE_BREAK, Span, normalize_ws, sentence_spans
 from ragcore.types import Chunk
 
 _BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d+[.)])[ \t]+")
@@ -107,6 +107,8 @@ def _sentence_unit(
     pdf: bool = False,
 ) -> Unit | None:
     head = _term_of(text, sp, blocks)
+    if head is not None and _other_block_between(text, head, sp.start):
+        head = None  # quoted from the term on, a title between ("Note") would run into the prose
     if head is None and (html or pdf):
         head = _cell_term_of(text, sp, blocks, section)
     begin = sp.start if head is None else head
@@ -139,11 +141,29 @@ def _term_length(raw: str) -> int:
     0 when there is none."""
     lines = raw.split("\n")
     n = 0
-    while n < len(lines) - 1 and _is_term_line(lines[n].strip()):
+    while n < len(lines) - 1 and (_is_term_line(lines[n].strip()) or _is_title_line(lines[n])):
         n += 1
     if n == 0 or not "".join(lines[n:]).strip():
         return 0
     return len(fold("\n".join(lines[:n])))
+
+
+def _other_block_between(text: str, head: int, start: int) -> bool:
+    """Between a definition's term (its lines from ``head``) and the sentence at ``start``, a line
+    that ends another block with a hard line break (an admonition's "Note", a nested list's item)."""
+    lines = text[head:start].split("\n")
+    i = 0
+    while i < len(lines) - 1 and (_is_term_line(_BULLET.sub("", lines[i]).strip()) or _is_title_line(lines[i])):
+        i += 1
+    return any(line.endswith(LINE_BREAK) for line in lines[i:-1])
+
+
+def _is_title_line(line: str) -> bool:
+    """A line the document ends as a block of its own, with its text going on below it: a
+    ``<dt>`` term or an item's ``<p>`` title as the HTML loader writes them, ending in a hard line
+    break ("concrete model", "Maximum length of a string", "statement –"); not a sentence."""
+    stripped = line.strip()
+    return line.endswith(LINE_BREAK) and 0 < len(stripped) <= MAX_TERM_CHARS and not _WHOLE.search(stripped)
 
 
 def _is_term_line(line: str) -> bool:
@@ -183,10 +203,15 @@ def _term_of(text: str, sp: Span, blocks: list[QuoteBlock]) -> int | None:
     lb = next((b for b in blocks if b.kind == "list" and b.start <= sp.start < b.end), None)
     if lb is None:
         return None
+    indent = None  # the text indent of the sentence's line: its item's bullet text starts there
     for a, b, line in reversed([ln for ln in _line_offsets(text) if lb.start <= ln[0] <= sp.start]):
         m = _BULLET.match(line)
+        if indent is None and not (m and a <= sp.start <= b):
+            indent = len(line) - len(line.lstrip())
         if m is None:
             continue  # a continuation line of the item: look further up for its bullet
+        if indent is not None and len(line) - len(line.lstrip()) >= indent:
+            continue  # a nested item above the sentence's own item's text: not its term
         term = line[m.end() :].strip()
         if a <= sp.start <= b or not term or _WHOLE.search(term) or len(term) > MAX_TERM_CHARS or sp.end - a > MAX_ENTRY_CHARS:
             return None  # the item's first sentence, or an item that opens on a sentence, or too long

@@ -474,12 +474,13 @@ def test_git_page_definition_lists_code_in_items_and_admonitions() -> None:
         i = next(k for k, (_, t) in enumerate(got) if t == text)
         return got[i : i + n]
 
-    # <dt>/<dd>: the first term marked, further terms and the definition's paragraph under it
-    assert after("- -p <parent>", 3) == [
-        (797, "- -p <parent>"), (801, "  Each -p indicates the id of a parent commit object."), (802, ""),
+    # <dt>/<dd>: the first term marked, further terms and the definition's paragraph under it;
+    # each term's line ends in a hard line break (no sentence runs a term into its definition)
+    assert after("- -p <parent>  ", 3) == [
+        (797, "- -p <parent>  "), (801, "  Each -p indicates the id of a parent commit object."), (802, ""),
     ]
-    assert after("- -S[<keyid>]", 4) == [
-        (824, "- -S[<keyid>]"), (827, "  --gpg-sign[=<keyid>]"), (830, "  --no-gpg-sign"),
+    assert after("- -S[<keyid>]  ", 4) == [
+        (824, "- -S[<keyid>]  "), (827, "  --gpg-sign[=<keyid>]  "), (830, "  --no-gpg-sign  "),
         (834, "  GPG-sign commits. The keyid argument is optional and"),
     ]
     # <pre> inside an <li>: apart from the item's sentence, not indented; the item goes on
@@ -499,7 +500,8 @@ def test_git_page_definition_lists_code_in_items_and_admonitions() -> None:
 def test_html_definition_lists_are_entries() -> None:
     """<dl>: an entry (its terms, its definition's first paragraph) is one block, marked as a list
     item when the definition is that one paragraph; further paragraphs and code follow as blocks
-    (and the entry is then not a list item); nested and unclosed tags too."""
+    (and the entry is then not a list item); nested and unclosed tags too. A term's line ends in
+    a hard line break where its definition goes on under it."""
     page = (
         "<dl><dt>user.name</dt>\n"  # 1
         "<dd><p>Your name,\n"  # 2
@@ -512,33 +514,76 @@ def test_html_definition_lists_are_entries() -> None:
     )
     lines, _ = extract_html(page)
     assert [(line.no, line.text) for line in lines] == [
-        (1, "- user.name"),
+        (1, "- user.name  "),
         (2, "  Your name,"),
         (3, "  as in commits."),
         (3, ""),
-        (4, "core.editor"),  # more than one block: one paragraph, not a list item
+        (4, "core.editor  "),  # more than one block: one paragraph, not a list item
         (4, "Commands use this editor."),
         (4, ""),
         (4, "More text."),
         (4, ""),
-        (5, "-a"),
+        (5, "-a  "),
         (5, "--all"),
         (5, ""),  # code right under the term: a block of its own
         (5, "$ git commit -a"),
         (5, ""),
         (5, "Stages all."),
         (5, ""),
-        (6, "glossary"),
+        (6, "glossary  "),
         (6, "Plain text."),
         (6, ""),
-        (6, "- inner"),
+        (6, "- inner  "),
         (6, "  Nested."),
         (6, ""),
-        (7, "- item"),  # a <dl> inside a list item: the item's lines, as before
-        (7, "  t"),
+        # a <dl> inside a list item: the item's lines, as before, each block's last line ending
+        # in a hard line break where the item goes on
+        (7, "- item  "),
+        (7, "  t  "),
         (7, "  d"),
         (7, ""),
         (8, "After."),
+    ]
+
+
+def test_html_blocks_inside_list_items_end_their_sentence() -> None:
+    """Inside a list no paragraph break is written (the list is one block), so a block that ends
+    in an item (a <p> title, a nested list, a heading) ends its line with Markdown's hard line
+    break, and the sentence splitter ends a sentence there: "The number of values in an INSERT
+    statement" is not run into "The default setting…". Wrapped prose in an item is left alone."""
+    from ragcore.textutil import sentence_spans
+
+    page = (
+        "<ol><li><p><b>Maximum length of a string</b></p>\n"  # 1
+        "<p>The maximum number of bytes in a string\n"  # 2
+        "is one billion.</p></li>\n"  # 3
+        "<li><p>The parameter sets an upper bound on:</p>\n"  # 4
+        "<ul><li>The number of columns in a table</li>\n"  # 5
+        "<li>The number of values in an INSERT statement</li></ul>\n"  # 6
+        "<p>The default setting is 2000.</p></li>\n"  # 7
+        "<li><h4>Writers</h4>Many writers need a server.</li></ol>\n"  # 8
+        "<p>After the list.</p>\n"  # 9
+    )
+    lines, _ = extract_html(page)
+    assert [(line.no, line.text) for line in lines] == [
+        (1, "1. Maximum length of a string  "),
+        (2, "   The maximum number of bytes in a string"),  # wrapped prose: no break
+        (3, "   is one billion."),
+        (4, "2. The parameter sets an upper bound on:"),  # a new item's marker ends it anyway
+        (5, "   - The number of columns in a table"),
+        (6, "   - The number of values in an INSERT statement  "),
+        (7, "   The default setting is 2000."),
+        (8, "3. Writers  "),
+        (8, "   Many writers need a server."),
+        (8, ""),
+        (9, "After the list."),
+    ]
+    text = "\n".join(line.text for line in lines)
+    assert [sp.text for sp in sentence_spans(text)] == [
+        "Maximum length of a string", "The maximum number of bytes in a string is one billion.",
+        "The parameter sets an upper bound on:", "The number of columns in a table",
+        "The number of values in an INSERT statement", "The default setting is 2000.", "Writers",
+        "Many writers need a server.", "After the list.",
     ]
 
 
@@ -589,7 +634,7 @@ def test_html_unclosed_and_stray_tags_keep_the_stack_sane() -> None:
         ("A", ("A",), "a"),
         ("one", ("A",), "a"),
         ("two", ("A",), "a"),
-        ("- term", (), None),  # the section closed: its heading no longer applies
+        ("- term  ", (), None),  # the section closed: its heading no longer applies
         ("  definition", (), None),  # unclosed <dt>/<dd> close each other: entries as usual
         ("- other", (), None),
         ("B", ("B",), "b"),
