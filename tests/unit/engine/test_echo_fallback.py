@@ -63,3 +63,19 @@ def test_the_same_under_the_extractive_policy_and_an_answer_of_its_own_stays(eng
 def test_only_echo_counts_the_words_left(text, only) -> None:
     left, n = strip_prompt_echo(f"{ECHO}\n{text}")
     assert n == 1 and only_echo(left) is only
+
+
+def test_ragcore_ask_stream_shows_the_answer_that_replaced_the_echo(engine, openai_server, monkeypatch, capsys) -> None:
+    from ragcore.cli.main import main
+
+    monkeypatch.setenv("RAGCORE_DATA_DIR", str(engine.settings.data_dir))
+    monkeypatch.setenv("RAGCORE_LLM_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("RAGCORE_LLM_MODEL", "small")
+    monkeypatch.setenv("RAGCORE_LLM_API_KEY", "k")
+    monkeypatch.setenv("RAGCORE_ABSTAIN_BAR", "0")
+    openai_server.script([Text([ECHO])])
+    assert main(["ask", QUESTION, "-c", "shop", "--stream"]) == 0
+    out = capsys.readouterr().out
+    streamed, rest = out.split("</evidence>", 1)  # the model's tokens went out as they came
+    assert "14 days" in rest.split("guardrail:")[0]  # then the answer that replaced them, before its notes
+    assert "guardrail: replaced the LLM answer with the extractive answer" in rest
