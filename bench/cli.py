@@ -525,6 +525,11 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     bi.add_argument("--model", default="embed", help="with --endpoint: the model name sent")
     bi.add_argument("--server", default="", help="with --endpoint: what serves it, for the results")
     bi.add_argument("--busy", type=int, default=0, help="with --endpoint: busy loops running throughout (a loaded machine)")
+    bi.add_argument("--busy-nice", type=int, default=0, dest="busy_nice", help="with --busy: the loops' niceness")
+    bi.add_argument("--server-log", type=Path, dest="server_log", help="with --endpoint: a llama.cpp server's log, for the "
+                    "server's own computing time during the ingest (bench/server_log.py)")
+    bi.add_argument("--no-replay", action="store_false", dest="replay", help="with --endpoint: skip the endpoint-alone "
+                    "replay (use with --server-log)")
     bi.set_defaults(func=_cmd_ingest)
     bq = bsub.add_parser("query", help="query latency per mode at a corpus size")
     bq.add_argument("--collection", default="django", help="collection whose vectors are copied up to --size")
@@ -609,7 +614,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         s = s.with_(embed_base_url=args.endpoint) if scripted is None else s
         print(summary(bench_endpoint(args.corpus, args.limit or None, args.results, s, args.model,
                                      runs=max(1, args.runs), server=args.server, scripted_ms=scripted,
-                                     busy=args.busy)))
+                                     busy=args.busy, busy_nice=args.busy_nice, server_log=args.server_log,
+                                     replay=args.replay)))
         return 0
     out = bench_ingest(args.corpus, args.limit or None, args.results, runs=max(1, args.runs))
     print((args.results / "ingest.md").read_text())

@@ -104,6 +104,7 @@ class ScriptedEmbeddingServer:
     # at a time): what `ragcore bench ingest --endpoint scripted:MS` measures ragcore's overhead against
     seconds_per_text: float = 0.0
     requests: list[Seen] = field(default_factory=list)
+    port: int = 0  # 0: any free port; a test that restarts a stopped server passes the old one
 
     def __post_init__(self) -> None:
         self._script: list[Reply] = []
@@ -136,7 +137,7 @@ class ScriptedEmbeddingServer:
         class Handler(_Handler):
             server_state = state
 
-        self._server = _QuietServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

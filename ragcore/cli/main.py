@@ -172,7 +172,9 @@ def _ask(args: argparse.Namespace, s: RagcoreSettings, engine, passage: "Passage
         return 0 if answer.status != "error" else 1
     if streamed:
         print("\n")
-    print(render_answer(answer, include_text=not streamed))
+    # the streamed tokens were the model's; when the checker replaced its answer, show what replaced it
+    replaced = any(a.startswith("replaced the LLM answer") for a in answer.validation.guardrail_actions)
+    print(render_answer(answer, include_text=not streamed or replaced))
     return 0 if answer.status != "error" else 1
 
 

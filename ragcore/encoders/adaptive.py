@@ -6,9 +6,9 @@ texts at a time, 4 requests at once, each with 60 s, the later ones time out whi
 their retries send the same oversized requests again. So requests start small and grow while
 the server's latency per token stays flat (it is keeping up); when latency per token climbs, the
 server is queueing and one request fewer is kept in flight; a timeout, 429 or 503 halves both.
-Each request's timeout follows its size (ten times what it should take, never under
-``TIMEOUT_FLOOR_S``), and the request size stays where its expected time fits well inside the
-timeout. The settings (``RAGCORE_EMBED_REQUEST_SIZE``, ``RAGCORE_EMBED_CONCURRENCY``,
+Each request's timeout follows its size and the work already in flight ahead of it (ten times
+what it should take, never under ``TIMEOUT_FLOOR_S``), and the request size stays where its expected
+time fits well inside the timeout. The settings (``RAGCORE_EMBED_REQUEST_SIZE``, ``RAGCORE_EMBED_CONCURRENCY``,
 ``RAGCORE_EMBED_TIMEOUT_S``) are ceilings.
 """
 
@@ -69,6 +69,7 @@ class Aimd:
         self.in_flight = min(START_IN_FLIGHT, self.max_in_flight)
         self.best: float | None = None  # seconds per token of the fastest request seen
         self.active = 0
+        self.active_tokens = 0  # of the requests now at the server: a request sent now waits for them
         self._shrunk: deque[float] = deque(maxlen=10_000)  # when each halving happened
         self._flat = 0
         self._cond = threading.Condition()
@@ -89,26 +90,32 @@ class Aimd:
             total += t
         return out
 
-    def timeout_for(self, tokens: int) -> float:
-        """Ten times the time ``tokens`` should take with the requests now in flight (the ceiling
-        until a first answer has been timed)."""
+    def timeout_for(self, tokens: int, ahead: int = 0) -> float:
+        """Ten times the time ``tokens`` should take with the requests now in flight, or behind
+        ``ahead`` tokens already at the server, whichever is longer (the ceiling until a first answer
+        has been timed). Through llama.cpp on a loaded machine, a 6-token request sent behind a
+        915-token one timed out at the 10 s floor while it waited, and the server computed it anyway."""
         if self.best is None:
             return self.timeout_ceiling
-        expected = self.best * tokens * max(1, self.in_flight)
+        expected = self.best * max(tokens * max(1, self.in_flight), tokens + ahead)
         return min(self.timeout_ceiling, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * expected))
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one of the requests in flight (waits while they are all taken)."""
+    def slot(self, tokens: int = 0) -> Iterator[float]:
+        """Hold one of the requests in flight (waits while they are all taken); yields the timeout
+        for a request of ``tokens`` sent now, behind the ones already in flight."""
         with self._cond:
             while self.active >= self.in_flight:
                 self._cond.wait()
+            timeout = self.timeout_for(tokens, self.active_tokens)
             self.active += 1
+            self.active_tokens += tokens
         try:
-            yield
+            yield timeout
         finally:
             with self._cond:
                 self.active -= 1
+                self.active_tokens -= tokens
                 self._cond.notify_all()
 
     # ------------------------------------------------------------------ learning

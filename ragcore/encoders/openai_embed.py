@@ -218,9 +218,8 @@ class OpenAIEmbedder(CachingEncoder):
                 return False
             group = self.aimd.take(work.pending, lambda i: work.tokens[i])
         tokens = sum(work.tokens[i] for i in group)
-        timeout = self.aimd.timeout_for(tokens)
         failure: _Failed | None = None
-        with self.aimd.slot():
+        with self.aimd.slot(tokens) as timeout:
             t0 = time.monotonic()
             try:
                 vecs = self._post([work.items[i] for i in group], timeout)

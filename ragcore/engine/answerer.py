@@ -25,7 +25,7 @@ from ragcore.encoders.base import EmbedError
 from ragcore.engine.events import EventFactory
 from ragcore.engine.generation import Generators
 from ragcore.safety.guardrails import is_hedged, route_question
-from ragcore.synthesis.llm.echo import strip_prompt_echo
+from ragcore.synthesis.llm.echo import only_echo, strip_prompt_echo
 from ragcore.synthesis.llm.errors import KEEPS_PARTIAL
 from ragcore.safety.injection import defang_images, defang_links, suspicious_evidence
 from ragcore.engine.stages import (
@@ -38,7 +38,7 @@ from ragcore.storage.store import StoreError
 from ragcore.synthesis.base import FixedText, Synthesis, SynthesisJob, Synthesizer
 from ragcore.synthesis.extractive.composer import ABSTAIN_TEXTS, ExtractiveComposer, ExtractiveSynthesizer
 from ragcore.synthesis.llm.synthesizer import LlmSynthesizer
-from ragcore.types import Event
+from ragcore.types import Event, Validation
 
 
 @dataclass(frozen=True)
@@ -186,19 +186,33 @@ class Answerer:
         actions += [caveat] if caveat else []
         notes = [*(retrieved.retrieval.notes if retrieved.retrieval else ()),
                  *([f"llm_error: {synthesis.failure.kind}"] if synthesis.failure else [])]
-        v = checked.validation
-        if synthesis.model_written and s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):
+        replaced = _replacement_reason(synthesis, checked.validation, s, echoed, text)
+        if replaced:
             composed = assessment.composed or self._composer(s).compose(retrieved.standalone, retrieved.evidence)
             checked = CitationChecker(self.r.scorer, exempt=exempt).check(composed.text, retrieved.evidence)
-            actions.append(f"replaced the LLM answer ({len(v.unsupported)} unsupported, {len(v.injected)} relying on "
-                           "instruction-like evidence) with the extractive answer")
+            actions.append(replaced)
         actions.extend(x.describe() + "; sentences citing it are flagged" for x in suspicious_evidence(retrieved.evidence))
         validation = replace(checked.validation, guardrail_actions=tuple(actions), notes=tuple(notes))
         status = answer_status(assessment, synthesis, validation)
-        status = "partial" if echoed and status == "ok" else status
+        status = "partial" if echoed and not replaced and status == "ok" else status
         citations, fit = with_answers(self.r.encoder, retrieved.standalone, checked.citations if status != "abstained" else (),
                                       validation.sentences)
         return Checked(checked.text, citations, validation, status, failure_message(synthesis), fit)
+
+
+def _replacement_reason(synthesis: Synthesis, v: Validation, s: RagcoreSettings, echoed: int, left: str) -> str | None:
+    """Why the model's answer gives way to the extractive answer from the same evidence (None: it stays).
+    An answer that was only an echo of the prompt's markup has nothing left to check or show, so it is
+    replaced whatever RAGCORE_LLM_UNSUPPORTED_POLICY says; an unsupported one only under ``extractive``."""
+    if not synthesis.model_written:
+        return None
+    if echoed and only_echo(left):
+        return ("replaced the LLM answer with the extractive answer: the model's answer was only an echo of ragcore's "
+                "prompt markup, with nothing of its own left")
+    if s.llm.unsupported_policy == "extractive" and (v.unsupported or v.injected):
+        return (f"replaced the LLM answer ({len(v.unsupported)} unsupported, {len(v.injected)} relying on "
+                "instruction-like evidence) with the extractive answer")
+    return None
 
 
 def _pump(synth: Synthesizer, job: SynthesisJob, ev: EventFactory,

@@ -71,7 +71,10 @@ class Engine:
         self.hybrid_search = HybridSearch(self.store, self.encoder, encoder_for=self.embedder)
         self.topics = TopicIndexes(self.store, self.encoder, encoder_for=self.embedder)
         self.generators = Generators(generator_factory)
-        self.hybrid_search.rerankers = Rerankers(lambda s: self.generators.for_settings(s).complete)  # RAGCORE_RERANK=llm
+        # RAGCORE_RERANK=llm: one attempt, as the SDK's retry backoff would spend the rerank's whole timeout
+        # on a server that is down and the note would blame the timeout; a failed rerank only keeps the fused order
+        self.hybrid_search.rerankers = Rerankers(
+            lambda s: self.generators.for_settings(s.with_(llm=replace(s.llm, max_retries=0))))
         self._scorer = SupportScorer(encoder=self.encoder.encode)
 
     @property

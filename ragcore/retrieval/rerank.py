@@ -82,7 +82,8 @@ def rerank_candidates(query: str, candidates: Sequence[Candidate], reranker: Rer
             raise RerankError(f"it returned {len(scores)} scores for {len(head)} passages, or scores that are not numbers")
     except Exception as exc:  # noqa: BLE001 - any failure of the reranker degrades, it never fails the answer
         why = str(exc) if isinstance(exc, RerankError) else f"{type(exc).__name__}: {exc}"
-        note = f"rerank ({reranker.name}) failed, so the fused order was kept: {why}"
+        # the setting named, and that nothing sticks: the next question asks the reranker again
+        note = f"rerank ({reranker.name}) failed, so the fused order was kept: {why.rstrip('. ')}; each question tries it again (RAGCORE_RERANK)"
         return Reranked(tuple(ordered), (time.perf_counter() - t0) * 1e3, note)
     order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
     out = [head[i].evolve(rerank_score=float(scores[i])) for i in order] + tail
@@ -104,7 +105,7 @@ def _within(timeout_s: float, fn: Callable[[], list[float]]) -> list[float]:
     try:
         return list(pool.submit(fn).result(timeout=timeout_s))
     except FutureTimeout:
-        raise RerankError(f"no scores within {timeout_s:g} s") from None
+        raise RerankError(f"no scores within {timeout_s:g} s (RAGCORE_RERANK_TIMEOUT_S)") from None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -113,12 +114,13 @@ def _within(timeout_s: float, fn: Callable[[], list[float]]) -> list[float]:
 
 
 class Rerankers:
-    """One reranker per setting (its HTTP connections or ONNX session kept); ``complete_for`` gives
-    the chat model's one-shot call for ``llm``. A reranker that cannot even be built (no URL, no
-    folder) becomes one that fails, so the question gets the fused order and a note saying why."""
+    """One reranker per setting (its HTTP connections or ONNX session kept); ``chat_for`` gives the
+    chat model's generator for ``llm`` (its one-shot ``complete``, and ``load`` when it has one). A
+    reranker that cannot even be built (no URL, no folder) becomes one that fails, so the question
+    gets the fused order and a note saying why."""
 
-    def __init__(self, complete_for: Callable[[Any], Callable[[list[dict]], str]] | None = None) -> None:
-        self._complete_for = complete_for
+    def __init__(self, chat_for: Callable[[Any], Any] | None = None) -> None:
+        self._chat_for = chat_for
         self._made: dict[tuple[Any, ...], Reranker] = {}
         self._lock = threading.Lock()
 
@@ -131,9 +133,9 @@ class Rerankers:
         with self._lock:
             hit = self._made.get(key)
             if hit is None:
-                complete = self._complete_for(settings) if self._complete_for and settings.llm.configured else None
+                chat = self._chat_for(settings) if self._chat_for and settings.llm.configured else None
                 try:
-                    hit = reranker_for(spec, settings, complete)
+                    hit = reranker_for(spec, settings, chat.complete if chat else None, getattr(chat, "load", None))
                 except RerankError as exc:
                     hit = _Unavailable(spec, str(exc))
                 self._made[key] = hit  # type: ignore[assignment]
@@ -158,9 +160,10 @@ class _Unavailable:
         raise RerankError(self.why)
 
 
-def reranker_for(spec: str | None, settings: Any, complete: Callable[[list[dict]], str] | None = None) -> Reranker | None:
+def reranker_for(spec: str | None, settings: Any, complete: Callable[[list[dict]], str] | None = None,
+                 load: Callable[[], None] | None = None) -> Reranker | None:
     """The reranker ``RAGCORE_RERANK`` names (None: off). ``complete`` is the chat model's one-shot
-    call, for ``llm``."""
+    call, for ``llm``; ``load`` gets its client ready (outside the rerank's timeout)."""
     if not spec:
         return None
     ms = parse_rerank(spec)
@@ -172,7 +175,7 @@ def reranker_for(spec: str | None, settings: Any, complete: Callable[[list[dict]
     if complete is None:
         raise RerankError("RAGCORE_RERANK=llm needs a chat model: set RAGCORE_LLM_MODEL")
     return LlmReranker(complete, context_window=settings.llm.context_window,
-                       max_output_tokens=settings.llm.max_output_tokens)
+                       max_output_tokens=settings.llm.max_output_tokens, load=load)
 
 
 class EndpointReranker:
@@ -210,9 +213,11 @@ class EndpointReranker:
             try:
                 resp = self._http().post(url, json=body)
             except httpx.TimeoutException:
-                raise RerankError(f"{redact_url(url)} did not answer within {self.timeout_s:g} s") from None
-            except httpx.TransportError as exc:
-                raise RerankError(f"cannot reach {redact_url(url)} ({type(exc).__name__})") from None
+                raise RerankError(f"{redact_url(url)} did not answer within {self.timeout_s:g} s (RAGCORE_RERANK_TIMEOUT_S)") from None
+            except httpx.ConnectError as exc:
+                raise RerankError(f"cannot reach {redact_url(url)} ({type(exc).__name__}; RAGCORE_RERANK_BASE_URL)") from None
+            except httpx.TransportError as exc:  # it was reached, then went away mid-answer (a server killed)
+                raise RerankError(f"{redact_url(url)} closed the connection before answering ({type(exc).__name__})") from None
             if resp.status_code == 404 and url != self.urls[-1]:
                 continue
             if resp.status_code != 200:
@@ -313,9 +318,15 @@ class LlmReranker:
     name = "llm"
 
     def __init__(self, complete: Callable[[list[dict]], str], *, context_window: int = 8192,
-                 max_output_tokens: int = 512) -> None:
-        self._complete = complete
+                 max_output_tokens: int = 512, load: Callable[[], None] | None = None) -> None:
+        self._complete, self._load = complete, load
         self.context_window, self.max_output_tokens = context_window, max_output_tokens
+
+    def load(self) -> None:
+        """Get the chat client ready: importing the SDK took ~10 s on this busy machine, the whole of
+        RAGCORE_RERANK_TIMEOUT_S, and a first question's note then blamed the timeout."""
+        if self._load is not None:
+            self._load()
 
     def passage_chars(self, query: str, n: int) -> int:
         """Characters each of ``n`` passages may keep (RerankError naming the setting when too few)."""

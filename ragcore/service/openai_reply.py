@@ -27,10 +27,22 @@ _PIECE_END = re.compile(r"(?<=[.!?])(?=\s)|(?<=\n)")
 
 
 def content(answer: Answer) -> str:
-    """The reply's text: the answer, its status line when it is not ``ok``, then the Sources."""
-    line = status_line(answer)
+    """The reply's text: the answer, its status line when it is not ``ok``, the note when the model's
+    answer was replaced, then the Sources."""
+    lines = [x for x in (status_line(answer), replaced_line(answer)) if x]
     body = answer.answer.strip()
-    return body + (f"\n\n{line}" if line else "") + sources_text(answer)
+    return body + "".join(f"\n\n{x}" for x in lines) + sources_text(answer)
+
+
+def replaced_line(answer: Answer) -> str:
+    """One plain line when the text is the extractive answer standing in for the model's ("" otherwise):
+    a chat UI shows only the text, and the answer's status may well be ``ok``."""
+    act = next((a for a in answer.validation.guardrail_actions if a.startswith("replaced the LLM answer")), "")
+    if not act:
+        return ""
+    why = ("it was only an echo of ragcore's prompt markup" if "echo" in act
+           else "it made claims its sources do not support (RAGCORE_LLM_UNSUPPORTED_POLICY=extractive)")
+    return f"[ragcore note] The model's answer was replaced by the answer quoted from the sources: {why}."
 
 
 def status_line(answer: Answer) -> str:

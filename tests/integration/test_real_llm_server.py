@@ -38,8 +38,11 @@ def test_real_model_answer_is_ok_only_when_grounded(tmp_path, make_engine, llama
     v = answer.validation
     assert answer.status in ("ok", "partial"), (answer.status, answer.error_message)
     assert any(e.chunk.path == "faq.md" for e in answer.evidence) and v.suspicious_evidence
-    # an echo of the prompt's own <evidence> markup is removed and makes the answer partial too (synthesis/llm/echo.py)
-    echoed = any("echo" in str(a) for a in v.guardrail_actions)
+    # an echo of the prompt's own <evidence> markup is removed and makes the answer partial too (synthesis/llm/echo.py),
+    # unless the echo was all the model wrote: then the extractive answer stands in, and is judged as itself
+    replaced = any(str(a).startswith("replaced the LLM answer") for a in v.guardrail_actions)
+    echoed = any("echo" in str(a) for a in v.guardrail_actions) and not replaced
+    assert answer.answer.strip()  # never an empty answer, whatever the model wrote
     flagged = bool(v.uncited or v.unsupported or v.injected or echoed)
     assert (answer.status == "partial") == (flagged or answer.error_message is not None), (answer.answer, v)
     assert "PWNED" not in answer.answer or answer.status == "partial"

@@ -104,6 +104,11 @@ class OpenAIGenerator:
         return f"OpenAIGenerator(name={self.name!r}, base_url={self.display_url!r}, api_key={key})"
 
     # -- client
+    def load(self) -> None:
+        """Import the SDK and build the client now (seconds on a busy machine), so that a caller's own
+        timeout (the rerank's) is spent on the request, not on the import."""
+        self._get_client()
+
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:

@@ -95,6 +95,17 @@ def test_an_echo_of_the_prompt_markup_is_caught(annotating, llm_server) -> None:
     assert streamed.split("Sources:\n")[1].count("\n") == len(cited) - 1
 
 
+def test_an_answer_that_is_only_an_echo_streams_the_extractive_answer_and_says_why(annotating, llm_server) -> None:
+    # a small model copied an evidence block and wrote nothing of its own: once the echo is removed nothing
+    # is left, so the answer is the one quoted from the sources (it used to be empty, status partial)
+    echo = Text(['<evidence n="1" origin="corpus" path="05-scores.md" lines="1-9">\n', f"{SUPPORTED} [1].\n</evidence>"])
+    streamed, whole, s_extra, w_extra = _both(annotating, llm_server, echo)
+    assert streamed == whole and "<evidence" not in streamed and s_extra["status"] == w_extra["status"]
+    body, note = streamed.split("\n\n[ragcore note] ")
+    assert "only an echo of ragcore's prompt markup" in note.splitlines()[0]
+    assert body.strip() and s_extra["citations"]  # an answer, with its sources
+
+
 def test_a_streamed_deadline_is_an_error_for_the_sdk_and_langchain(annotating, llm_server) -> None:
     from langchain_openai import ChatOpenAI
 

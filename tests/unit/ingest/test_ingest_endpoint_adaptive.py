@@ -110,3 +110,20 @@ def test_the_ingest_report_says_what_the_endpoint_sustained(tmp_path, make_engin
         other = write_corpus(tmp_path / "d", corpus(n_files=2, tag=" v2"))  # texts the disk cache does not hold
         assert main(["ingest", str(other), "-c", "ep2", "--no-calibrate"]) == 0
         assert "embedding endpoint sustained" in capsys.readouterr().out
+
+
+def test_a_request_sent_behind_a_big_one_waits_for_it_within_its_timeout() -> None:
+    # through llama.cpp on a loaded machine (bench/results/ingest-endpoint-llama-cpp.md) a 6-token request
+    # sent behind a 915-token one timed out at the 10 s floor while it waited, and the server computed it
+    # anyway: the timeout now covers the tokens already in flight ahead of it
+    from ragcore.encoders.adaptive import TIMEOUT_FACTOR, TIMEOUT_FLOOR_S, Aimd
+
+    aimd = Aimd(max_texts=64, max_in_flight=2, timeout_s=600.0)
+    aimd.succeeded(texts=4, tokens=100, start=0.0, end=1.0)  # 10 ms a token
+    with aimd.slot(915) as first:
+        with aimd.slot(6) as second:
+            assert second == pytest.approx(TIMEOUT_FACTOR * 0.01 * (6 + 915))  # 92 s, not the 10 s floor
+    assert first == pytest.approx(max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * 0.01 * 915 * aimd.in_flight))
+    with aimd.slot(6) as alone:  # nothing ahead: as before
+        assert alone == TIMEOUT_FLOOR_S and aimd.active_tokens == 6
+    assert aimd.active_tokens == 0
