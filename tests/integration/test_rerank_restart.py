@@ -3,7 +3,7 @@ the fused order within the rerank deadline, with a note naming the setting; once
 question is reranked again (nothing about the failure sticks).
 
 * ``RAGCORE_RERANK=endpoint:…``: llama-cpp-python 0.3.x's server has no rerank route, so the endpoint
-  is the scripted rerank server of tests/support/scripted_embeddings.py (a real HTTP server on
+  is the scripted rerank server of bench/support/scripted_embeddings.py (a real HTTP server on
   127.0.0.1 speaking the protocol), killed while it is answering the question and started again on
   the same port.
 * ``RAGCORE_RERANK=llm``: the chat model is the real llama.cpp server (llama-cpp-python serving the
@@ -19,7 +19,7 @@ import pytest
 
 from ragcore.settings.config import LlmSettings
 from tests.integration.test_models_rerank import QUESTION, engine  # noqa: F401 (the engine fixture: its shop)
-from tests.support.scripted_embeddings import Hang, ScriptedEmbeddingServer
+from bench.support.scripted_embeddings import Hang, ScriptedEmbeddingServer
 
 
 def reranked(answer) -> bool:
