@@ -99,7 +99,8 @@ def test_no_endpoint_configured_is_a_note_not_a_failure(engine) -> None:
 
 def test_llm_rerank_is_one_listwise_call_to_the_chat_model(engine, openai_server) -> None:
     llm = LlmSettings(base_url=openai_server.base_url, api_key="k", model="test-model", max_retries=0)
-    s = engine.settings.with_(collection="shop", rerank="llm", llm=llm)
+    # a generous rerank timeout: what is tested is the call, and at load 18-25 the default 10 s ran out
+    s = engine.settings.with_(collection="shop", rerank="llm", llm=llm, rerank_timeout_s=120.0)
     pool = engine.hybrid_search.pool("shop", QUESTION, s).candidates
     n = min(len(pool), s.rerank_candidates)
     openai_server.script([Text([f"[{n}, 1]"])])

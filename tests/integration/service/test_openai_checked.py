@@ -19,7 +19,10 @@ SUPPORTED = "The threshold applies to the cosine similarity between the question
 MADE_UP = "The threshold defaults to 0 and also sets the colour of the sidebar [1]."
 # the rejected claim arrives mid-stream, after a sentence that passes
 FAILS_MID_STREAM = [f"{SUPPORTED} ", "[1]. ", "The threshold defaults ", "to 0 and also sets the colour ", "of the sidebar [1]."]
+# the deadline test needs a deadline the scripted hang outlasts; every other test a generous one (at load
+# 18-25 a whole checked answer once took longer than 6 s)
 DEADLINE = 6.0
+GENEROUS = 120.0
 
 
 def _llm(server, **kw) -> LlmSettings:
@@ -31,12 +34,18 @@ def _llm(server, **kw) -> LlmSettings:
 def replacing(start_server, guide_data, llm_server):
     """RAGCORE_LLM_UNSUPPORTED_POLICY=extractive: an unsupported answer is replaced."""
     return start_server(guide_data, llm=_llm(llm_server, unsupported_policy="extractive"), api_keys=(KEY,),
-                        deadline_s=DEADLINE)
+                        deadline_s=GENEROUS)
 
 
 @pytest.fixture(scope="module")
 def annotating(start_server, guide_data, llm_server):
     """The default policy: an unsupported sentence is kept and flagged (status partial)."""
+    return start_server(guide_data, llm=_llm(llm_server), api_keys=(KEY,), deadline_s=GENEROUS)
+
+
+@pytest.fixture(scope="module")
+def hurried(start_server, guide_data, llm_server):
+    """The default policy with a short deadline, for the deadline test only."""
     return start_server(guide_data, llm=_llm(llm_server), api_keys=(KEY,), deadline_s=DEADLINE)
 
 
@@ -106,22 +115,22 @@ def test_an_answer_that_is_only_an_echo_streams_the_extractive_answer_and_says_w
     assert body.strip() and s_extra["citations"]  # an answer, with its sources
 
 
-def test_a_streamed_deadline_is_an_error_for_the_sdk_and_langchain(annotating, llm_server) -> None:
+def test_a_streamed_deadline_is_an_error_for_the_sdk_and_langchain(hurried, llm_server) -> None:
     from langchain_openai import ChatOpenAI
 
     llm_server.script([Hang(seconds=30, pieces=["The threshold "])])
     with pytest.raises(openai.APIError, match="deadline"):
-        for _ in _client(annotating).chat.completions.create(
+        for _ in _client(hurried).chat.completions.create(
                 model="guide", messages=[{"role": "user", "content": QUESTION}], stream=True):
             pass
-    chat = ChatOpenAI(model="guide", base_url=annotating.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
+    chat = ChatOpenAI(model="guide", base_url=hurried.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
     llm_server.script([Hang(seconds=30, pieces=["The threshold "])])
     with pytest.raises(openai.APIError, match="deadline"):
         for _ in chat.stream(QUESTION):
             pass
     llm_server.script([Hang(seconds=30, pieces=["The threshold "])])  # not streamed: the same error, as a 504
     with pytest.raises(openai.InternalServerError, match="deadline") as err:
-        _client(annotating).chat.completions.create(model="guide", messages=[{"role": "user", "content": QUESTION}])
+        _client(hurried).chat.completions.create(model="guide", messages=[{"role": "user", "content": QUESTION}])
     assert err.value.status_code == 504
 
 
