@@ -1,0 +1,181 @@
+"""A folder ingest in a child process at a lower CPU priority, its progress relayed to the caller.
+
+Why a process: in the app's own process an ingest shares the interpreter lock and both cores with the
+app's answers, and with the model's own threads; measured in a real browser, an answer on another
+collection took several times its quiet time while 525 Django pages were ingested (issue 42, item 5;
+``ragcore bench browser-ingest``, bench/results/browser-ingest.md). A child process has its own
+interpreter, and ``os.nice`` before the model loads gives every thread of it (the model's included) the
+lower priority, so the scheduler serves the app first and the ingest takes the cores the app leaves.
+
+The child writes into the store of record as a CLI ingest does (one writer at a time, the store's lock);
+readers answer from the query snapshots meanwhile. The caller's callbacks keep their meaning:
+``progress(done, total, current)`` and ``chunk_progress(written, queued)`` are called in the caller's
+thread, and when either raises :class:`Cancelled` the child is told to stop after its last batch,
+after which this raises Cancelled too (what was written stays, as in-process).
+
+Messages go one way per pipe, as pickles (the child runs this very code): the request on the child's
+stdin, then "cancel" lines; progress, then one outcome, on a duplicate of its stdout (its own stdout is
+pointed at stderr, so a library's print cannot corrupt the stream).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any, Callable, Sequence
+
+from ragcore.engine.collections_admin import Cancelled
+from ragcore.types import IngestReport
+
+# Niceness added to the child: at +10 the kernel weighs it ~1/9 of a default-priority process, so the app's
+# answers take the cores they need and the ingest takes the rest (it still runs at full speed when idle).
+INGEST_NICE = 10
+
+Started = Callable[[int, int], None]  # (child pid, its niceness)
+
+
+def ingest_in_process(
+    engine: Any, paths: Sequence[str | Path], collection: str, *, settings: Any, rebuild: bool = False,
+    progress: Callable[[int, int, str], None] | None = None, chunk_progress: Callable[[int, int], None] | None = None,
+    started: Started | None = None, nice: int = INGEST_NICE,
+) -> IngestReport:
+    """``engine.ingest(paths, collection, …)`` run by a child process at ``nice``; the engine's read caches
+    of ``collection`` are dropped afterwards (the child wrote it)."""
+    t0 = time.perf_counter()
+    request = {"engine_settings": engine.settings, "settings": settings, "paths": [str(p) for p in paths],
+               "collection": collection, "rebuild": rebuild, "nice": nice}
+    root = str(Path(__file__).resolve().parents[2])  # the folder that holds `ragcore`: the child runs this code
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.Popen([sys.executable, "-m", "ragcore.engine.ingest_process"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        pickle.dump(request, proc.stdin)
+        proc.stdin.flush()
+        outcome = _relay(proc.stdout, proc.stdin, progress, chunk_progress, started)
+    finally:
+        _close(proc)
+    engine.hybrid_search.invalidate(collection)
+    engine.topics.invalidate(collection)
+    kind = outcome[0]
+    if kind == "report":  # its time is the whole call's, the child's start included: reported = wall time
+        return replace(outcome[1], seconds=time.perf_counter() - t0)
+    if kind == "cancelled":
+        raise Cancelled()
+    if kind == "error":
+        raise outcome[1]
+    raise RuntimeError(f"the ingest process ended without a result (exit code {proc.returncode})")
+
+
+def _relay(out: IO[bytes], to_child: IO[bytes], progress: Any, chunk_progress: Any, started: Started | None) -> tuple:
+    """Call the callbacks for each message until the outcome; a Cancelled from them is passed to the child once."""
+    told = False
+    while True:
+        try:
+            msg = pickle.load(out)
+        except EOFError:  # the child died (killed, out of memory): no outcome
+            return ("gone",)
+        kind = msg[0]
+        if kind in ("report", "cancelled", "error"):
+            return msg
+        try:
+            if kind == "started" and started:
+                started(msg[1], msg[2])
+            elif kind == "progress" and progress:
+                progress(*msg[1:])
+            elif kind == "chunks" and chunk_progress:
+                chunk_progress(*msg[1:])
+        except Cancelled:
+            if not told:
+                told = True
+                try:
+                    to_child.write(b"cancel\n")
+                    to_child.flush()
+                except OSError:  # it is ending anyway
+                    pass
+
+
+def _close(proc: subprocess.Popen) -> None:
+    for f in (proc.stdin, proc.stdout):
+        try:
+            if f:
+                f.close()
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # closing its stdin asked it to stop: it did not
+        proc.kill()
+        proc.wait()
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def _child() -> int:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, not into the message stream
+    request = pickle.load(sys.stdin.buffer)
+    if hasattr(os, "nice") and request["nice"]:
+        os.nice(request["nice"])  # before the model loads: its threads inherit it
+    lock = threading.Lock()
+    cancel = threading.Event()
+
+    def send(*msg: Any) -> None:
+        with lock:
+            pickle.dump(msg, out)
+            out.flush()
+
+    def listen() -> None:  # "cancel", or the parent gone (end of stdin): stop after the current batch
+        sys.stdin.buffer.readline()
+        cancel.set()
+
+    threading.Thread(target=listen, name="ragcore-ingest-cancel", daemon=True).start()
+    send("started", os.getpid(), os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0)
+
+    def progress(done: int, total: int, current: str) -> None:
+        send("progress", done, total, current)
+        if cancel.is_set():
+            raise Cancelled()
+
+    def chunk_progress(written: int, queued: int) -> None:
+        send("chunks", written, queued)
+        if cancel.is_set():
+            raise Cancelled()
+
+    return _run_child(request, send, progress, chunk_progress)
+
+
+def _run_child(request: dict, send: Callable[..., None], progress: Any, chunk_progress: Any) -> int:
+    from ragcore.engine.engine import Engine
+
+    engine = None
+    try:
+        engine = Engine(request["engine_settings"])
+        report = engine.ingest(request["paths"], request["collection"], settings=request["settings"],
+                               rebuild=request["rebuild"], progress=progress, chunk_progress=chunk_progress)
+        send("report", report)
+    except Cancelled:
+        send("cancelled")
+    except Exception as exc:  # noqa: BLE001 - handed to the parent, which words it for the user
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an exception that cannot travel: its type and text do
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        send("error", exc)
+    finally:
+        if engine is not None:
+            engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    code = _child()
+    sys.stderr.flush()
+    os._exit(code)  # not a normal exit: the cancel listener may hold stdin's lock, which would abort finalization
