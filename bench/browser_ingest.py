@@ -98,6 +98,33 @@ def eta_errors(lines: list[list[Any]], done: list[Any], started_ms: float) -> di
             "series": samples}
 
 
+def _soft_wait(page, js: str, timeout_s: float, polling: int = 50) -> bool:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(js, timeout=timeout_s * 1000, polling=polling)
+        return True
+    except PlaywrightTimeout:
+        return False
+
+
+def _ask_during(page, question: str, timeout_s: float) -> dict[str, Any]:
+    """``bench.browser._ask`` without its waits for an idle page: while an ingest runs, the sidebar's status
+    refreshes every second (a fragment run), so Streamlit's running indicator is seldom off and a stale chat
+    box may stay beside the new one. Each wait gives up after 20 s (noted) and the newest chat box is used."""
+    one_box = _soft_wait(page, "() => document.querySelectorAll(\"textarea[data-testid='stChatInputTextArea']\").length === 1", 20)
+    settled = _soft_wait(page, """() => { const n = window.__rcCount(), t = performance.now(), s = window.__rcStable;
+        if (!s || s.n !== n) { window.__rcStable = {n: n, t: t}; return false; } return t - s.t > 300; }""", 20)
+    page.evaluate("() => { window.__rcB.base = window.__rcCount(); }")
+    box = page.locator("textarea[data-testid='stChatInputTextArea']").last
+    box.fill(question)
+    box.press("Enter")
+    page.wait_for_function("() => window.__rcB.done !== null", timeout=timeout_s * 1000, polling=20)
+    b = page.evaluate("() => window.__rcB")
+    return {"first_token_ms": round(b["first"] - b["enter"], 1), "finished_ms": round(b["done"] - b["enter"], 1),
+            "one_chat_box": one_box, "count_settled": settled}
+
+
 @contextmanager
 def _ingest_tab(browser, url: str, timeout_s: float) -> Iterator[Any]:
     """The Library page's Ingest tab in a browser context of its own (another tab of the analyst's)."""
@@ -222,6 +249,7 @@ def bench_browser_ingest(app_dir: Path, label: str, corpus: Path, n_questions: i
                "done_message": st["done"][1] if st["done"] else None, "rows": rows}
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / f"browser-ingest-{label}.json").write_text(json.dumps(payload, indent=2))
+    write_markdown(results_dir)
     return payload
 
 
@@ -243,3 +271,40 @@ def _cmd(args: argparse.Namespace) -> int:
                              args.pause, args.max_rounds, args.cancel)
     print(json.dumps({"summary": p["summary"], "eta": {k: v for k, v in p["eta"].items() if k != "series"}}, indent=2))
     return 0
+
+
+def _secs(ms: float | None) -> str:
+    return f"{ms / 1000:.2f} s" if ms is not None else "–"
+
+
+def write_markdown(results_dir: Path) -> Path:
+    """browser-ingest.md: every browser-ingest-*.json in the folder, one section per label."""
+    lines = ["# Enter → answer while the app ingests 525 pages, and the ingest's time left", "",
+             "`ragcore bench browser-ingest` (bench/browser_ingest.py): the app in headless chromium; questions on the "
+             "guide before, during and after an ingest of the Django set's 525 HTML pages started on the Library page. "
+             "Times are the page's own clock from Enter to the finished answer; *ratio* = median during / median of "
+             "both quiet blocks, in the same run. The machine is shared: the load average is given, and only the "
+             "ratio compares across runs.", ""]
+    for f in sorted(results_dir.glob("browser-ingest-*.json")):
+        p = json.loads(f.read_text())
+        s, e = p["summary"], p.get("eta") or {}
+        m = p.get("machine") or {}
+        lines += [f"## {p['label']} ({p['when']})", "", f"`{p.get('app_dir')}` · load average at the start "
+                  f"{p.get('load_avg_at_start')}, at the end {m.get('load_avg', m.get('loadavg', '?'))} · {p['pause_s']} s between questions", "",
+                  "| quiet before | during the ingest | quiet after | ratio | answers during |", "|---|---|---|---|---|",
+                  f"| {_secs(s['quiet_before_ms'])} | {_secs(s['ingest_ms'])} | {_secs(s['quiet_after_ms'])} "
+                  f"| **{s['ratio']}×** | {s['answers_during_ingest']} |", ""]
+        if p.get("note"):
+            lines += [f"*{p['note']}.*", ""]
+        if s.get("ingest_cancelled") and not p.get("note"):
+            lines += ["The ingest was cancelled once the answers during it were timed (`--cancel`): no time left to compare.", ""]
+        elif e.get("worst_after_10pct"):
+            w, ws = e["worst_after_10pct"], e.get("worst_after_10pct_with_a_minute_left") or {}
+            lines += [f"Ingest: {s['ingest_wall_s']:.0f} s from the click to the end as the page saw it; the job reported "
+                      f"{s['ingest_reported_s']} s. Time left, {e['after_10pct']} status lines after 10% of the chunks: "
+                      f"{e['share_within_30pct']:.0%} within ±30% of the true time left; worst {w['error']:+.0%} "
+                      f"({w['reported_left_s']} s reported, {w['true_left_s']} s true, at {w['work']:.0%} of the chunks); "
+                      f"worst with at least a minute left {ws.get('error', 0):+.0%} (at {ws.get('work', 0):.0%}).", ""]
+    out = results_dir / "browser-ingest.md"
+    out.write_text("\n".join(lines))
+    return out

@@ -10,12 +10,12 @@ lower priority, so the scheduler serves the app first and the ingest takes the c
 The child writes into the store of record as a CLI ingest does (one writer at a time, the store's lock);
 readers answer from the query snapshots meanwhile. The caller's callbacks keep their meaning:
 ``progress(done, total, current)`` and ``chunk_progress(written, queued)`` are called in the caller's
-thread, and when either raises :class:`Cancelled` the child is told to stop after its last batch,
-after which this raises Cancelled too (what was written stays, as in-process).
+thread while the child waits for their answer, so when either raises :class:`Cancelled` the child stops
+right there, after its last batch, and this raises Cancelled too (what was written stays, as in-process).
 
-Messages go one way per pipe, as pickles (the child runs this very code): the request on the child's
-stdin, then "cancel" lines; progress, then one outcome, on a duplicate of its stdout (its own stdout is
-pointed at stderr, so a library's print cannot corrupt the stream).
+Messages are pickles (the child runs this very code): the request on the child's stdin, then an "ok" or
+"cancel" line answering each progress message; progress, then one outcome, on a duplicate of its stdout
+(its own stdout is pointed at stderr, so a library's print cannot corrupt the stream).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ def ingest_in_process(
 
 
 def _relay(out: IO[bytes], to_child: IO[bytes], progress: Any, chunk_progress: Any, started: Started | None) -> tuple:
-    """Call the callbacks for each message until the outcome; a Cancelled from them is passed to the child once."""
-    told = False
+    """Call the callbacks for each message until the outcome; each message is answered "ok", or "cancel" once a
+    callback raised Cancelled (the child waits for the answer: a callback that blocks holds the ingest, as in-process)."""
     while True:
         try:
             msg = pickle.load(out)
@@ -84,6 +84,7 @@ def _relay(out: IO[bytes], to_child: IO[bytes], progress: Any, chunk_progress: A
         kind = msg[0]
         if kind in ("report", "cancelled", "error"):
             return msg
+        answer = b"ok\n"
         try:
             if kind == "started" and started:
                 started(msg[1], msg[2])
@@ -92,13 +93,12 @@ def _relay(out: IO[bytes], to_child: IO[bytes], progress: Any, chunk_progress: A
             elif kind == "chunks" and chunk_progress:
                 chunk_progress(*msg[1:])
         except Cancelled:
-            if not told:
-                told = True
-                try:
-                    to_child.write(b"cancel\n")
-                    to_child.flush()
-                except OSError:  # it is ending anyway
-                    pass
+            answer = b"cancel\n"
+        try:
+            to_child.write(answer)
+            to_child.flush()
+        except OSError:  # it is ending anyway
+            pass
 
 
 def _close(proc: subprocess.Popen) -> None:
@@ -121,35 +121,33 @@ def _close(proc: subprocess.Popen) -> None:
 def _child() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints go to stderr, not into the message stream
-    request = pickle.load(sys.stdin.buffer)
+    answers = sys.stdin.buffer
+    request = pickle.load(answers)
     if hasattr(os, "nice") and request["nice"]:
         os.nice(request["nice"])  # before the model loads: its threads inherit it
-    lock = threading.Lock()
-    cancel = threading.Event()
+
+    lock = threading.Lock()  # the reading thread and the writing thread both report: one exchange at a time
 
     def send(*msg: Any) -> None:
+        pickle.dump(msg, out)
+        out.flush()
+
+    def ask(*msg: Any) -> None:
+        """Send, then wait for the parent's answer: "cancel", or the parent gone (end of stdin), stops the ingest."""
         with lock:
-            pickle.dump(msg, out)
-            out.flush()
-
-    def listen() -> None:  # "cancel", or the parent gone (end of stdin): stop after the current batch
-        sys.stdin.buffer.readline()
-        cancel.set()
-
-    threading.Thread(target=listen, name="ragcore-ingest-cancel", daemon=True).start()
-    send("started", os.getpid(), os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0)
-
-    def progress(done: int, total: int, current: str) -> None:
-        send("progress", done, total, current)
-        if cancel.is_set():
+            send(*msg)
+            answer = answers.readline().strip()
+        if answer != b"ok":
             raise Cancelled()
 
-    def chunk_progress(written: int, queued: int) -> None:
-        send("chunks", written, queued)
-        if cancel.is_set():
-            raise Cancelled()
-
-    return _run_child(request, send, progress, chunk_progress)
+    mine = (os.getpid(), os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0)
+    try:
+        ask("started", *mine)
+    except Cancelled:
+        send("cancelled")
+        return 0
+    return _run_child(request, send, lambda done, total, current: ask("progress", done, total, current),
+                      lambda written, queued: ask("chunks", written, queued))
 
 
 def _run_child(request: dict, send: Callable[..., None], progress: Any, chunk_progress: Any) -> int:
@@ -178,4 +176,4 @@ def _run_child(request: dict, send: Callable[..., None], progress: Any, chunk_pr
 if __name__ == "__main__":
     code = _child()
     sys.stderr.flush()
-    os._exit(code)  # not a normal exit: the cancel listener may hold stdin's lock, which would abort finalization
+    os._exit(code)  # the engine is closed and the outcome sent: nothing left for the interpreter's shutdown
