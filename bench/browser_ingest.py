@@ -195,7 +195,11 @@ def _run(app: App, corpus: Path, questions: list[str], pause_s: float, max_round
                 _block(page, "ingest", questions, pause_s, rows)
                 rounds += 1
             if cancel and not page.evaluate(ended):
-                _cancel_ingest(browser, app.url, 600)
+                try:
+                    _cancel_ingest(browser, app.url, 300)
+                except Exception as exc:  # noqa: BLE001 - the answers timed so far are kept; the next block says so
+                    print(f"  the cancel failed ({type(exc).__name__}); 'quiet after' runs beside the ingest", flush=True)
+                    rows.append({"block": "cancel failed", "question": "", "at": round(time.time(), 1), "finished_ms": None})
             else:
                 page.wait_for_function(ended, timeout=7_200_000, polling=1000)
             done = page.evaluate("() => window.__rcIngest")

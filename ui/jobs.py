@@ -59,7 +59,6 @@ class IngestJob:
     started: float = field(default_factory=time.time)
     finished: float | None = None
     thread: threading.Thread | None = None
-    worker: tuple[int, int] | None = None  # (pid, niceness) of the process that ingests, when it is not the app's
     cancel_event: threading.Event = field(default_factory=threading.Event)
     clock: Callable[[], float] = time.time
 
@@ -88,9 +87,6 @@ class IngestJob:
         self.done, self.total = done, total
         if self.cancel_event.is_set():
             raise Cancelled()
-
-    def worker_started(self, pid: int, nice: int) -> None:
-        self.worker = (pid, nice)
 
     def chunk_progress(self, written: int, queued: int) -> None:
         """The Engine's chunk callback: after each written batch; raises Cancelled once Cancel was pressed."""

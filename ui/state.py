@@ -315,7 +315,6 @@ def start_folder_ingest(
     rt: Runtime, folder: Path, collection: str, s: RagcoreSettings, *, rebuild: bool = False, label: str | None = None,
 ) -> IngestJob:
     """Ingest a folder into ``collection`` in the background (see ui/jobs.py)."""
-    from ragcore.engine.ingest_process import ingest_in_process
     from ragcore.ingest.run import discover
 
     root, files = discover([folder])
@@ -328,9 +327,9 @@ def start_folder_ingest(
     job = IngestJob(collection=collection, label=label or f"Ingest of {folder}", root=str(root), sizes=sizes)
 
     def work(job: IngestJob) -> IngestReport:
-        # a child process at a lower priority: the app's answers stay fast meanwhile (ragcore/engine/ingest_process.py)
-        return ingest_in_process(rt.engine, [folder], collection, settings=s, rebuild=rebuild, progress=job.progress,
-                                 chunk_progress=job.chunk_progress, started=job.worker_started)
+        if rebuild and rt.engine.store.exists(collection):
+            rt.engine.drop(collection)
+        return rt.engine.ingest([folder], collection, progress=job.progress, chunk_progress=job.chunk_progress, settings=s)
 
     return rt.start_ingest(job, work)
 

@@ -7,6 +7,12 @@ collection took several times its quiet time while 525 Django pages were ingeste
 interpreter, and ``os.nice`` before the model loads gives every thread of it (the model's included) the
 lower priority, so the scheduler serves the app first and the ingest takes the cores the app leaves.
 
+Not wired into the app yet: with embedded Qdrant the child holds the store folder's lock for the whole
+ingest, and the app's reads that open Qdrant rather than a snapshot (the Library page's Collections tab:
+``Engine.abstain_bar`` → ``Store.read_meta``) then wait 120 s and fail ("in use by another process"); in
+the app's own process they share its client. Those reads must come from the snapshot (or the app must
+use a Qdrant server) before ``ui/state.start_folder_ingest`` can call this.
+
 The child writes into the store of record as a CLI ingest does (one writer at a time, the store's lock);
 readers answer from the query snapshots meanwhile. The caller's callbacks keep their meaning:
 ``progress(done, total, current)`` and ``chunk_progress(written, queued)`` are called in the caller's
