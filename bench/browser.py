@@ -175,6 +175,12 @@ def add_browser_parser(bsub: argparse._SubParsersAction) -> None:
     from bench.browser_profile import add_profile_parser
 
     add_profile_parser(bsub)  # `bench browser-profile`: where the time between Enter and the answer goes
+    from bench.browser_ingest import add_ingest_parser
+
+    add_ingest_parser(bsub)  # `bench browser-ingest`: Enter → answer while the app ingests ≥ 500 files, and the ETA
+    from bench.browser_lab import add_lab_parser
+
+    add_lab_parser(bsub)  # `bench browser-lab`: the lab's top-K re-filter and a shared notebook link
 
 
 def _cmd_browser(args: argparse.Namespace) -> int:
