@@ -94,7 +94,9 @@ def _submit() -> None:
 if ss.pop("nb_goto_lab", False):
     st.switch_page("pages/retrieval_lab.py")
 
-toolbar = st.empty()  # filled last, so the exports include a cell answered in this run
+# the count, exports and Clear sit above the cells but are drawn by the fragment below (into this
+# placeholder), last: a question answered in the fragment changes them, and a full run is not made for it
+toolbar = st.empty()
 if err := ss.pop("nb_error", None):
     st.error(md_escape(err))
 
@@ -103,9 +105,6 @@ if err := ss.pop("nb_error", None):
 # the question box (asking, streaming, the cells answered since, their buttons, the controls) runs
 # in one fragment below them, so pressing Enter in a notebook of 50 cells reruns only that
 # fragment: the old cells are neither recomputed nor re-sent (docs/09 says so).
-if not nb.cells and not pending:
-    st.info(firststart.example_prompt(rt, collection), icon=":material/lightbulb:")
-
 
 def _from_current(cell: Cell) -> bool:
     """Was the cell's latest run answered from the collection as it is now (not an older build)?"""
@@ -173,7 +172,11 @@ def live() -> None:
     if pending_here and pending_here["kind"] == "new":
         context = pending_here.get("context") or context
         _answer_new(pending_here["question"], context, len(cur.cells) + 1, s, recent_turns(cur.cells))
+    elif not cur.cells:
+        st.info(firststart.example_prompt(rt, collection), icon=":material/lightbulb:")
     _question_box()
+    with toolbar.container():
+        _toolbar(state.load_notebook(rt, collection), asking=bool(ss.get("nb_pending")))
 
 
 def _answer_new(question: str, context: str, index: int, s, history: list[tuple[str, str]]) -> None:
@@ -228,20 +231,15 @@ def _question_box() -> None:
                       max_chars=MAX_QUESTION_CHARS)
 
 
-firststart.demo_progress(rt, collection)
-if pending and pending["kind"] == "new":
-    ss["nb_pending"] = pending  # a question asked from a full run (a link, a reload) is answered by the fragment
-live()
-
-# ---------------------------------------------------------------- toolbar: count, export, clear (top of the page)
-with toolbar.container():
+def _toolbar(nb, *, asking: bool) -> None:
+    """The notebook's cell count, exports and Clear, for the notebook as saved now (``asking``: a
+    question is waiting to be answered, so the exports are offered already)."""
     bar = st.columns([0.5, 0.5], vertical_alignment="center")
-    bar[0].caption(
-        f"Collection **{md_inline(collection)}** · {len(nb.cells)} cell{'s' if len(nb.cells) != 1 else ''} · saved automatically",
-        help=f"Saved in {rt.notebooks.path_for(collection)}",
-    )
+    n = len(nb.cells)
+    bar[0].caption(f"Collection **{md_inline(collection)}** · {n} cell{'s' if n != 1 else ''} · saved automatically",
+                   help=f"Saved in {rt.notebooks.path_for(collection)}")
     with bar[1], st.container(horizontal=True, horizontal_alignment="right", gap="small"):
-        has_cells = any(c.current is not None for c in nb.cells) or bool(pending)
+        has_cells = any(c.current is not None for c in nb.cells) or asking
 
         def _export(kind: str):
             # made when clicked, from the notebook on disk: it includes the cells answered since this run
@@ -263,4 +261,11 @@ with toolbar.container():
                     state.remember_notebook(rt, rt.notebooks.clear(collection))
                 except Exception as exc:  # noqa: BLE001
                     state.show_error(exc, "Clearing the notebook")
-                st.rerun()
+                st.rerun(scope="app")
+
+
+firststart.demo_progress(rt, collection)
+if pending and pending["kind"] == "new":
+    ss["nb_pending"] = pending  # a question asked from a full run (a link, a reload) is answered by the fragment
+live()
+
