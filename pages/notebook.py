@@ -18,6 +18,8 @@ from ui.notebook import Cell, export_filename, export_html, export_json, export_
 from ui.cells import MAX_QUESTION_CHARS, SHOWN_CELLS, earlier_cells_control, first_shown, render_cell
 from ui.render import md_escape, md_inline
 
+SLIDER_PX = 170  # the top-K and threshold sliders' width: the four controls fit one row at 1400 px
+
 rt = shell.page_init()
 ss = st.session_state
 collection: str = ss["cfg_collection"]
@@ -200,15 +202,15 @@ def _answer_new(question: str, context: str, index: int, s, history: list[tuple[
 
 def _question_box() -> None:
     with st.container(border=False, key="nb_controls"):
-        opts = st.columns([0.3, 0.26, 0.22, 0.22], vertical_alignment="bottom")
-        with opts[0]:
+        # a row that wraps control by control: in four columns at 1024 px the segmented controls
+        # broke into a stack of options ("Both" on its own line) and the slider labels wrapped
+        with st.container(horizontal=True, gap="medium", vertical_alignment="bottom", key="nb_opts"):
             context = state.context_mode_control("nb_context", label="Context")
-        with opts[1]:
             state.retrieval_mode_control("nb_mode", label="Retrieval")
-        with opts[2]:
-            state.top_k_control("nb_top_k")
-        with opts[3]:
-            state.threshold_control("nb_threshold")
+            with st.container(width=SLIDER_PX):
+                state.top_k_control("nb_top_k")
+            with st.container(width=SLIDER_PX):
+                state.threshold_control("nb_threshold")
         s = state.settings()
         if context in ("selection", "both"):
             st.text_area(
