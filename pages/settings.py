@@ -66,10 +66,11 @@ with left:
         key = st.text_input("API key", value="", type="password", autocomplete="off",
                             placeholder="a key is set — leave empty to keep it" if llm.api_key else "sk-…  (local servers accept any non-empty key)",
                             help="Masked, never shown again and never written into notebooks or exports.")
-        c = st.columns(2)
-        api = c[0].radio("API", list(_choices("llm.api")), index=list(_choices("llm.api")).index(llm.api), horizontal=True,
-                         help="Chat Completions (every server) or OpenAI's Responses API.")
-        forget = c[1].checkbox("Remove the saved key", value=False, disabled=not llm.api_key)
+        # one row that wraps as a whole (in two columns the checkbox's label was cut at 1024 px)
+        with st.container(horizontal=True, gap="large", vertical_alignment="bottom"):
+            api = st.radio("API", list(_choices("llm.api")), index=list(_choices("llm.api")).index(llm.api), horizontal=True,
+                           help="Chat Completions (every server) or OpenAI's Responses API.", width="content")
+            forget = st.checkbox("Remove the saved key", value=False, disabled=not llm.api_key, width="content")
         temperature = st.slider("Temperature", *_span("llm.temperature", float(llm.temperature)))
         c2 = st.columns(2)
         max_out = c2[0].number_input("Max output tokens", *_span("llm.max_output_tokens", int(llm.max_output_tokens)))
@@ -92,9 +93,9 @@ with left:
         ss.pop("set_check", None)
         st.rerun()
 
-    bc = st.columns([0.4, 0.6], vertical_alignment="center")
-    test = bc[0].button("Test connection", icon=":material/network_check:", key="set_test")
-    if llm.configured and bc[1].button("Switch back to extractive", key="set_extractive", type="tertiary"):
+    bc = st.container(horizontal=True, vertical_alignment="center", gap="medium")  # buttons as wide as their labels
+    test = bc.button("Test connection", icon=":material/network_check:", key="set_test")
+    if llm.configured and bc.button("Switch back to extractive", key="set_extractive", type="tertiary"):
         ss["set_saved"] = md_inline(state.save_settings(base.with_(llm=replace(llm, model=None)), "Switched to the extractive composer"))
         st.rerun()
     if test:
