@@ -379,18 +379,19 @@ def _target(names: list[str], folder: str, files: list) -> str:
     """The collection to ingest into, chosen explicitly: a new one (named after the folder) by default."""
     ss = st.session_state
     st.markdown("**Into**")
-    c = st.columns([0.4, 0.6], vertical_alignment="bottom")
-    kind = c[0].segmented_control("Target", ["A new collection", "An existing collection"], default="A new collection",
-                                  key="ing_target_kind", required=True, label_visibility="collapsed")
+    # the choice keeps its width and the name takes the rest (a 40% column broke the two options over two rows at 1024 px)
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    kind = row.segmented_control("Target", ["A new collection", "An existing collection"], default="A new collection",
+                                 key="ing_target_kind", required=True, label_visibility="collapsed")
     if kind == "An existing collection":
         if not names:
-            c[1].caption("No collection yet.")
+            row.caption("No collection yet.")
             return ""
-        return c[1].selectbox("Existing collection", names, index=None, key="ing_existing", placeholder="Choose a collection",
-                              label_visibility="collapsed") or ""
+        return row.selectbox("Existing collection", names, index=None, key="ing_existing", placeholder="Choose a collection",
+                             label_visibility="collapsed", width="stretch") or ""
     suggested = slug(folder or "") or ("uploads" if files else "")
-    name = c[1].text_input("New collection name", key="ing_new_name", placeholder=suggested or "name of the new collection",
-                           label_visibility="collapsed", help="Empty: named after the folder.").strip() or suggested
+    name = row.text_input("New collection name", key="ing_new_name", placeholder=suggested or "name of the new collection",
+                          label_visibility="collapsed", help="Empty: named after the folder.", width="stretch").strip() or suggested
     problem = collection_name_problem(name) if name else None
     if problem:
         st.error(problem)
