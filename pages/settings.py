@@ -66,11 +66,11 @@ with left:
         key = st.text_input("API key", value="", type="password", autocomplete="off",
                             placeholder="a key is set — leave empty to keep it" if llm.api_key else "sk-…  (local servers accept any non-empty key)",
                             help="Masked, never shown again and never written into notebooks or exports.")
-        # one row that wraps as a whole (in two columns the checkbox's label was cut at 1024 px)
-        with st.container(horizontal=True, gap="large", vertical_alignment="bottom"):
-            api = st.radio("API", list(_choices("llm.api")), index=list(_choices("llm.api")).index(llm.api), horizontal=True,
-                           help="Chat Completions (every server) or OpenAI's Responses API.", width="content")
-            forget = st.checkbox("Remove the saved key", value=False, disabled=not llm.api_key, width="content")
+        # one under the other: in two columns the checkbox's label was cut at 1024 px, and a wrapping row
+        # left an empty band between them there
+        api = st.radio("API", list(_choices("llm.api")), index=list(_choices("llm.api")).index(llm.api), horizontal=True,
+                       help="Chat Completions (every server) or OpenAI's Responses API.")
+        forget = st.checkbox("Remove the saved key", value=False, disabled=not llm.api_key)
         temperature = st.slider("Temperature", *_span("llm.temperature", float(llm.temperature)))
         c2 = st.columns(2)
         max_out = c2[0].number_input("Max output tokens", *_span("llm.max_output_tokens", int(llm.max_output_tokens)))
