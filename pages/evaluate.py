@@ -184,11 +184,12 @@ with c2:
     # bound to the sidebar's collection: moving one moves the other
     collection = state.bound(st.selectbox, "Collection", "cfg_collection", key="ev_collection", options=names,
                              help="The collection the data set's corpus/ was ingested into.")
-    baselines = st.pills("Also run", list(BASELINE_CHOICES), selection_mode="multi", format_func=BASELINE_CHOICES.get,
-                         key="ev_baselines", default=[])
     limit = st.number_input("Questions per group (0 = all)", min_value=0, value=0, step=5, key="ev_limit",
                             help="Only the first N answerable and first N unanswerable questions: a quick look.")
 
+# the full width, not the narrow column: there the LlamaIndex option was cut at its right edge at 1400 px
+baselines = st.pills("Also run", list(BASELINE_CHOICES), selection_mode="multi", format_func=BASELINE_CHOICES.get,
+                     key="ev_baselines", default=[])
 settings = state.settings()
 bar_value, bar_source = rt.engine.abstain_bar(settings, collection)
 st.caption(f"Configuration (the notebook's controls and the Settings page): mode **{settings.retrieval_mode}** · top-K **{settings.top_k}** · "

@@ -92,10 +92,11 @@ with tab_view:
             st.info("This collection has no documents.")
         else:
             ss["lib_doc_w"] = ss["lib_doc"]
-            top = st.columns([0.72, 0.28], vertical_alignment="bottom")
-            path = top[0].selectbox("Document", paths, key="lib_doc_w", on_change=_doc_changed,
+            # the toggle keeps its label's width, the list takes the rest (a 28% column cut the label at 1024 px)
+            with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+                path = st.selectbox("Document", paths, key="lib_doc_w", on_change=_doc_changed, width="stretch",
                                     format_func=lambda p: f"{p}  ({dict(docs)[p]} chunks)")
-            whole = top[1].toggle("Show the whole document", key="lib_whole")
+                whole = st.toggle("Show the whole document", key="lib_whole", width="content")
             with st.expander(f"Document browser — {len(docs)} documents", icon=":material/folder_open:"):
                 st.caption("Select a row to open the document.")
                 st.dataframe(

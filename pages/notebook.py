@@ -18,6 +18,8 @@ from ui.notebook import Cell, export_filename, export_html, export_json, export_
 from ui.cells import MAX_QUESTION_CHARS, SHOWN_CELLS, earlier_cells_control, first_shown, render_cell
 from ui.render import md_escape, md_inline
 
+SLIDER_PX = 170  # the top-K and threshold sliders' width: the four controls fit one row at 1400 px
+
 rt = shell.page_init()
 ss = st.session_state
 collection: str = ss["cfg_collection"]
@@ -94,7 +96,9 @@ def _submit() -> None:
 if ss.pop("nb_goto_lab", False):
     st.switch_page("pages/retrieval_lab.py")
 
-toolbar = st.empty()  # filled last, so the exports include a cell answered in this run
+# the count, exports and Clear sit above the cells but are drawn by the fragment below (into this
+# placeholder), last: a question answered in the fragment changes them, and a full run is not made for it
+toolbar = st.empty()
 if err := ss.pop("nb_error", None):
     st.error(md_escape(err))
 
@@ -103,9 +107,6 @@ if err := ss.pop("nb_error", None):
 # the question box (asking, streaming, the cells answered since, their buttons, the controls) runs
 # in one fragment below them, so pressing Enter in a notebook of 50 cells reruns only that
 # fragment: the old cells are neither recomputed nor re-sent (docs/09 says so).
-if not nb.cells and not pending:
-    st.info(firststart.example_prompt(rt, collection), icon=":material/lightbulb:")
-
 
 def _from_current(cell: Cell) -> bool:
     """Was the cell's latest run answered from the collection as it is now (not an older build)?"""
@@ -173,7 +174,11 @@ def live() -> None:
     if pending_here and pending_here["kind"] == "new":
         context = pending_here.get("context") or context
         _answer_new(pending_here["question"], context, len(cur.cells) + 1, s, recent_turns(cur.cells))
+    elif not cur.cells:
+        st.info(firststart.example_prompt(rt, collection), icon=":material/lightbulb:")
     _question_box()
+    with toolbar.container():
+        _toolbar(state.load_notebook(rt, collection), asking=bool(ss.get("nb_pending")))
 
 
 def _answer_new(question: str, context: str, index: int, s, history: list[tuple[str, str]]) -> None:
@@ -197,15 +202,15 @@ def _answer_new(question: str, context: str, index: int, s, history: list[tuple[
 
 def _question_box() -> None:
     with st.container(border=False, key="nb_controls"):
-        opts = st.columns([0.3, 0.26, 0.22, 0.22], vertical_alignment="bottom")
-        with opts[0]:
+        # a row that wraps control by control: in four columns at 1024 px the segmented controls
+        # broke into a stack of options ("Both" on its own line) and the slider labels wrapped
+        with st.container(horizontal=True, gap="medium", vertical_alignment="bottom", key="nb_opts"):
             context = state.context_mode_control("nb_context", label="Context")
-        with opts[1]:
             state.retrieval_mode_control("nb_mode", label="Retrieval")
-        with opts[2]:
-            state.top_k_control("nb_top_k")
-        with opts[3]:
-            state.threshold_control("nb_threshold")
+            with st.container(width=SLIDER_PX):
+                state.top_k_control("nb_top_k")
+            with st.container(width=SLIDER_PX):
+                state.threshold_control("nb_threshold")
         s = state.settings()
         if context in ("selection", "both"):
             st.text_area(
@@ -228,20 +233,15 @@ def _question_box() -> None:
                       max_chars=MAX_QUESTION_CHARS)
 
 
-firststart.demo_progress(rt, collection)
-if pending and pending["kind"] == "new":
-    ss["nb_pending"] = pending  # a question asked from a full run (a link, a reload) is answered by the fragment
-live()
-
-# ---------------------------------------------------------------- toolbar: count, export, clear (top of the page)
-with toolbar.container():
+def _toolbar(nb, *, asking: bool) -> None:
+    """The notebook's cell count, exports and Clear, for the notebook as saved now (``asking``: a
+    question is waiting to be answered, so the exports are offered already)."""
     bar = st.columns([0.5, 0.5], vertical_alignment="center")
-    bar[0].caption(
-        f"Collection **{md_inline(collection)}** · {len(nb.cells)} cell{'s' if len(nb.cells) != 1 else ''} · saved automatically",
-        help=f"Saved in {rt.notebooks.path_for(collection)}",
-    )
+    n = len(nb.cells)
+    bar[0].caption(f"Collection **{md_inline(collection)}** · {n} cell{'s' if n != 1 else ''} · saved automatically",
+                   help=f"Saved in {rt.notebooks.path_for(collection)}")
     with bar[1], st.container(horizontal=True, horizontal_alignment="right", gap="small"):
-        has_cells = any(c.current is not None for c in nb.cells) or bool(pending)
+        has_cells = any(c.current is not None for c in nb.cells) or asking
 
         def _export(kind: str):
             # made when clicked, from the notebook on disk: it includes the cells answered since this run
@@ -263,4 +263,11 @@ with toolbar.container():
                     state.remember_notebook(rt, rt.notebooks.clear(collection))
                 except Exception as exc:  # noqa: BLE001
                     state.show_error(exc, "Clearing the notebook")
-                st.rerun()
+                st.rerun(scope="app")
+
+
+firststart.demo_progress(rt, collection)
+if pending and pending["kind"] == "new":
+    ss["nb_pending"] = pending  # a question asked from a full run (a link, a reload) is answered by the fragment
+live()
+

@@ -83,9 +83,9 @@ with left:
         ss.pop("set_check", None)
         st.rerun()
 
-    bc = st.columns([0.4, 0.6], vertical_alignment="center")
-    test = bc[0].button("Test connection", icon=":material/network_check:", key="set_test")
-    if llm.configured and bc[1].button("Switch back to extractive", key="set_extractive", type="tertiary"):
+    bc = st.container(horizontal=True, vertical_alignment="center", gap="medium")  # buttons as wide as their labels
+    test = bc.button("Test connection", icon=":material/network_check:", key="set_test")
+    if llm.configured and bc.button("Switch back to extractive", key="set_extractive", type="tertiary"):
         ss["set_saved"] = md_inline(state.save_settings(base.with_(llm=replace(llm, model=None)), "Switched to the extractive composer"))
         st.rerun()
     if test:

@@ -332,6 +332,35 @@ def answer_and_passages(cell: Cell, run: Run, collection: str) -> None:
                 st.html(panel)
 
 
+
+def _cell_head(
+    cell: Cell, index: int, *, on_rerun: Callable[[str], None], on_delete: Callable[[str], None],
+    on_lab: Callable[[str], None] | None, other_refs: Sequence[tuple[str, str]],
+    on_rerun_on: Callable[[str, str], None] | None,
+) -> None:
+    """The cell's number and question, then its buttons as one row that never splits: in a narrow
+    window the whole row moves below the title (two columns put Re-run and Lab above the title and
+    Delete below it at 1024 px)."""
+    q = cell.question
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"head_{cell.id}"):
+        st.markdown(f"**{index}.** {md_inline(shorten(q, TITLE_CHARS))}", width="stretch",
+                    help=md_escape(q[:MAX_QUESTION_CHARS]) if len(q) > TITLE_CHARS else None)
+        with st.container(horizontal=True, wrap=False, horizontal_alignment="right", gap="small", width="content",
+                          key=f"btns_{cell.id}"):
+            st.button("Re-run", key=f"rerun_{cell.id}", icon=":material/replay:", help="Re-run with the current settings",
+                      on_click=on_rerun, args=(cell.id,), type="tertiary")
+            if other_refs and on_rerun_on is not None and cell.context_mode != "selection":
+                with st.popover("On ref…", icon=":material/call_split:", help="Re-run on another ref of this repository"):
+                    for label, other in other_refs:
+                        st.button(label, key=f"rerun_on_{cell.id}_{other}", on_click=on_rerun_on, args=(cell.id, other),
+                                  type="tertiary")
+            if on_lab is not None:
+                st.button("Lab", key=f"lab_{cell.id}", icon=":material/science:", help="Open this question in the Retrieval lab",
+                          on_click=on_lab, args=(cell.id,), type="tertiary")
+            st.button("Delete", key=f"del_{cell.id}", icon=":material/delete:", help="Delete this cell",
+                      on_click=on_delete, args=(cell.id,), type="tertiary")
+
+
 def render_cell(
     cell: Cell, index: int, collection: str, *, show_diff: bool = False,
     on_rerun: Callable[[str], None], on_delete: Callable[[str], None], on_lab: Callable[[str], None] | None = None,
@@ -346,22 +375,8 @@ def render_cell(
     ans = run.answer
     # the selected cell (the URL's ?cell=…, the newest answer) is outlined: a shared link points at it
     with st.container(border=True, key=f"cell_{cell.id}{'_sel' if selected else ''}"):
-        head = st.columns([0.62, 0.38], vertical_alignment="center")
-        q = cell.question
-        head[0].markdown(f"**{index}.** {md_inline(shorten(q, TITLE_CHARS))}", help=md_escape(q[:MAX_QUESTION_CHARS]) if len(q) > TITLE_CHARS else None)
-        with head[1], st.container(horizontal=True, horizontal_alignment="right", gap="small"):
-            st.button("Re-run", key=f"rerun_{cell.id}", icon=":material/replay:", help="Re-run with the current settings",
-                      on_click=on_rerun, args=(cell.id,), type="tertiary")
-            if other_refs and on_rerun_on is not None and cell.context_mode != "selection":
-                with st.popover("On ref…", icon=":material/call_split:", help="Re-run on another ref of this repository"):
-                    for label, other in other_refs:
-                        st.button(label, key=f"rerun_on_{cell.id}_{other}", on_click=on_rerun_on, args=(cell.id, other),
-                                  type="tertiary")
-            if on_lab is not None:
-                st.button("Lab", key=f"lab_{cell.id}", icon=":material/science:", help="Open this question in the Retrieval lab",
-                          on_click=on_lab, args=(cell.id,), type="tertiary")
-            st.button("Delete", key=f"del_{cell.id}", icon=":material/delete:", help="Delete this cell",
-                      on_click=on_delete, args=(cell.id,), type="tertiary")
+        _cell_head(cell, index, on_rerun=on_rerun, on_delete=on_delete, on_lab=on_lab, other_refs=other_refs,
+                   on_rerun_on=on_rerun_on)
         badge_row(run, cell.context_mode)
         stamp_caption(run)
         if cell.selection and cell.context_mode != "corpus":

@@ -44,6 +44,7 @@ TABLE_CSS = """<style>
 .{box} .num{{text-align:right;font-variant-numeric:tabular-nums}}
 .{box} tr.cut td{{opacity:.55}}
 .{box} tr.cited td.st,.{box} tr.kept td.st{{font-weight:600}}
+.{box}.wrap th,.{box}.wrap td{{white-space:normal;overflow-wrap:anywhere;overflow:visible}}
 .{box}.scroll{{overflow-y:auto}}
 .{box}.scroll th{{position:sticky;top:0;background:#fff;z-index:1}}
 @container (max-width: 900px){{
@@ -113,13 +114,14 @@ def table_html(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, box: str,
     row_class: Callable[[Mapping[str, Any]], str] = lambda row: "",
     title_of: Callable[[Column, Mapping[str, Any]], str] = lambda col, row: "",
-    max_height_px: int | None = None,
+    max_height_px: int | None = None, wrap: bool = False,
 ) -> str:
     """``rows`` as a fixed-layout table inside ``<div class="{box}">``, with its own CSS.
 
     ``row_class`` gives a row its CSS class ("cut" dims it); ``title_of`` a hover text for a short
     cell (a long cell's hover is always its full text). With ``max_height_px`` the table scrolls
-    inside a box that high, its header row staying in view (the app's theme is light)."""
+    inside a box that high, its header row staying in view (the app's theme is light). With ``wrap``
+    a cell's text wraps inside its column instead of being cut (a short table of names and states)."""
     head = "".join(f'<col class="c-{c.klass}" style="width:{c.width}">' if c.width != "auto" else f'<col class="c-{c.klass}">'
                    for c in columns)
     ths = "".join(f'<th class="{c.klass}" title="{escape(c.help, quote=True)}">{escape(c.header)}</th>' for c in columns)
@@ -127,6 +129,7 @@ def table_html(
         f'<tr class="{escape(row_class(row), quote=True)}">{"".join(_td(c, row, title_of) for c in columns)}</tr>'
         for row in rows
     )
-    scroll = f' class="{box} scroll" style="max-height:{int(max_height_px)}px"' if max_height_px else f' class="{box}"'
+    klass = f"{box} wrap" if wrap else box
+    scroll = f' class="{klass} scroll" style="max-height:{int(max_height_px)}px"' if max_height_px else f' class="{klass}"'
     return (f'{TABLE_CSS.format(box=box)}<div{scroll}><table><colgroup>{head}</colgroup>'
             f'<thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table></div>')

@@ -18,6 +18,7 @@ from ragcore.storage.names import collection_name_problem
 from ragcore.types import CollectionInfo
 
 from . import gitpanel, state
+from .htmltable import Column, table_html
 from .jobs import IngestJob
 from .render import md_code, md_escape, md_inline
 
@@ -64,6 +65,21 @@ def _state_label(rt: state.Runtime, c: CollectionInfo) -> str:
 
 # --------------------------------------------------------------------------- collections
 
+# HTML, its text wrapping in the cell: st.dataframe cut every column at 1400 px ("0.450 (calib",
+# "embedding m") and showed the rest only on a hover per cell
+COLLECTION_COLUMNS: tuple[Column, ...] = (
+    Column("collection", "collection", "11%", "name", "The collection's name"),
+    Column("documents", "documents", "6.5em", "num", "Documents in the collection"),
+    Column("chunks", "chunks", "5em", "num", "Chunks (passages) in the collection"),
+    Column("version", "version", "9%", "ver", "Corpus version: changes with every ingest that changes the collection"),
+    Column("abstain bar", "abstain bar", "9%", "bar", "The abstain bar in force for the collection, and where it comes from"),
+    Column("built", "built", "10%", "built", "When the collection was last built"),
+    Column("state", "state", "auto", "state", "Up to date, out of date (what changed) or incomplete"),
+    Column("embedding model", "embedding model", "11%", "model", "The model the collection was built with (and is queried with)"),
+    Column("git source", "git source", "9%", "git", "The git ref the collection was built from, and whether it moved"),
+    Column("folder", "folder", "13%", "folder", "The folder the collection was ingested from"),
+)
+
 
 def collections_tab(rt: state.Runtime) -> None:
     ss = st.session_state
@@ -86,15 +102,7 @@ def collections_tab(rt: state.Runtime) -> None:
                      "abstain bar": f"{bar:.3f} ({source.split(' (')[0]})", "built": _built(c), "state": _state_label(rt, c),
                      "embedding model": _model_label(rt, c.name), "git source": gitpanel.source_text(git.get(c.name)),
                      "folder": c.root or "–"})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="col_table",
-                 # short columns small, so that the state (the longest) is in view at 1400 px and wraps on hover
-                 column_config={"documents": st.column_config.NumberColumn(width="small"),
-                                "chunks": st.column_config.NumberColumn(width="small"),
-                                "version": st.column_config.TextColumn(width="small"),
-                                "built": st.column_config.TextColumn(width="small"),
-                                "abstain bar": st.column_config.TextColumn(width="small"),
-                                "state": st.column_config.TextColumn(width="large", help="Up to date, out of date (what changed) or incomplete"),
-                                "folder": st.column_config.TextColumn(width="medium")})
+    st.html(table_html(rows, COLLECTION_COLUMNS, box="rc-cols", wrap=True))
     st.caption(f"Data directory {md_code(rt.settings.data_dir)} · "
                + (f"Qdrant server {md_inline(rt.settings.qdrant_url)}" if rt.settings.qdrant_url else "embedded Qdrant"))
     names = [c.name for c in cols]
@@ -325,10 +333,11 @@ def ingest_tab(rt: state.Runtime) -> None:
     s = s.with_(embed_model=model)
     rebuild = st.checkbox("Rebuild from scratch (delete the collection, then ingest the folder)", key="ing_rebuild",
                           disabled=target not in names)
-    b1, b2, b3, _ = st.columns([0.22, 0.28, 0.22, 0.28])
-    go_folder = b1.button("Ingest folder", type="primary", key="ing_go_folder", disabled=busy or not target or not (folder or "").strip())
-    go_upload = b2.button("Ingest uploaded files", type="primary", key="ing_go_upload", disabled=busy or not target or not files)
-    go_ref = b3.button("Ingest ref", type="primary", key="ing_go_ref", disabled=busy or not target or not (git_repo and git_ref))
+    # a row of buttons as wide as their labels (in columns "Ingest uploaded files" broke over two lines at 1024 px)
+    row = st.container(horizontal=True, gap="medium")
+    go_folder = row.button("Ingest folder", type="primary", key="ing_go_folder", disabled=busy or not target or not (folder or "").strip())
+    go_upload = row.button("Ingest uploaded files", type="primary", key="ing_go_upload", disabled=busy or not target or not files)
+    go_ref = row.button("Ingest ref", type="primary", key="ing_go_ref", disabled=busy or not target or not (git_repo and git_ref))
     if go_ref and (jid := gitpanel.start_ref_ingest(rt, git_repo, git_ref, target, s.with_(collection=target), rebuild=rebuild)):
         ss["ing_mine"] = jid
         st.rerun()
@@ -370,18 +379,19 @@ def _target(names: list[str], folder: str, files: list) -> str:
     """The collection to ingest into, chosen explicitly: a new one (named after the folder) by default."""
     ss = st.session_state
     st.markdown("**Into**")
-    c = st.columns([0.4, 0.6], vertical_alignment="bottom")
-    kind = c[0].segmented_control("Target", ["A new collection", "An existing collection"], default="A new collection",
-                                  key="ing_target_kind", required=True, label_visibility="collapsed")
+    # the choice keeps its width and the name takes the rest (a 40% column broke the two options over two rows at 1024 px)
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    kind = row.segmented_control("Target", ["A new collection", "An existing collection"], default="A new collection",
+                                 key="ing_target_kind", required=True, label_visibility="collapsed")
     if kind == "An existing collection":
         if not names:
-            c[1].caption("No collection yet.")
+            row.caption("No collection yet.")
             return ""
-        return c[1].selectbox("Existing collection", names, index=None, key="ing_existing", placeholder="Choose a collection",
-                              label_visibility="collapsed") or ""
+        return row.selectbox("Existing collection", names, index=None, key="ing_existing", placeholder="Choose a collection",
+                             label_visibility="collapsed", width="stretch") or ""
     suggested = slug(folder or "") or ("uploads" if files else "")
-    name = c[1].text_input("New collection name", key="ing_new_name", placeholder=suggested or "name of the new collection",
-                           label_visibility="collapsed", help="Empty: named after the folder.").strip() or suggested
+    name = row.text_input("New collection name", key="ing_new_name", placeholder=suggested or "name of the new collection",
+                          label_visibility="collapsed", help="Empty: named after the folder.", width="stretch").strip() or suggested
     problem = collection_name_problem(name) if name else None
     if problem:
         st.error(problem)

@@ -137,10 +137,10 @@ def _streaming_view(cell: Cell, title: str) -> _View:
     slot = st.empty()
     stop_key = f"stop_{cell.id}_{len(cell.runs)}"
     with slot.container(border=True):
-        top = st.columns([0.86, 0.14], vertical_alignment="center")
-        top[0].markdown(f"**{md_escape(title)}** {md_escape(cell.question)}")
-        with top[1]:
-            st.button("Stop", key=stop_key, icon=":material/stop_circle:",
+        # the title takes the room left by the button: a 14% column broke "Stop" over two lines at 1024 px
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.markdown(f"**{md_escape(title)}** {md_escape(cell.question)}", width="stretch")
+            st.button("Stop", key=stop_key, icon=":material/stop_circle:", width="content",
                       help="Stop generating; the text so far is kept and the cell is marked cancelled.")
         status = st.empty()
         status.caption("Retrieving evidence…")

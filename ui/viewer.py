@@ -140,6 +140,7 @@ VIEWER_CSS = """
 .rc-line.hl .rc-no{color:#7d4e00;font-weight:700;border-right:3px solid #d4a72c}
 .rc-line.sel.hl{background:linear-gradient(90deg,#ddf4ff 0 4.5em,#fff1a8 4.5em)}
 .rc-line.sel.hl .rc-txt{box-shadow:inset 3px 0 0 #0969da}
+.rc-line.cont .rc-no{color:#c4cad1}
 .rc-gap{color:#8c959f;font-size:11px;padding:1px 0 1px 5.3em;font-style:italic}
 .rc-block .rc-txt{border-left:2px solid #eaeef2}
 .rc-line.q .rc-txt{background:#ffd33d66;box-shadow:inset 3px 0 0 #bf8700}
@@ -161,8 +162,9 @@ def viewer_html(
     for r in view.rows_on(page):
         if window and (r.end < window[0] or r.no > window[1]):
             continue
-        # HTML: several visible lines come from one source line and share its number; the
-        # number is shown once (the others continue it), and blank continuations are dropped
+        # HTML: several visible lines come from one source line and share its number; every row
+        # shows it (a row without one read as a line outside the source, e.g. a <pre> line after
+        # its paragraph), the continuing rows dimmed, and blank continuations are dropped
         cont = r.no == prev_no and r.end == r.no
         prev_no = r.no
         if cont and not r.text.strip():
@@ -178,9 +180,11 @@ def viewer_html(
             classes.append("sel")
         if r.text.strip() and ((quoted is not None and quoted(r.text)) or any(r.no <= n <= r.end for n in quoted_lines)):
             classes.append("q")
-        label = "" if cont else str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
+        label = str(r.no) if r.end == r.no else f"{r.no}–{r.end}"
         if r.end != r.no:
             classes.append("rc-block")
+        if cont:
+            classes.append("cont")
         text = e(r.text) if r.text else "&#8203;"
         out.append(f'<div class="{" ".join(classes)}" data-line="{r.no}"><span class="rc-no">{label}</span><span class="rc-txt">{text}</span></div>')
     out.append("</div>")

@@ -122,12 +122,14 @@ def test_settings_file_default_file_environment(tmp_path):
     assert "top_k" not in json.loads(settings_path(d).read_text())["settings"]
 
 
-def test_html_viewer_shows_each_source_line_number_once():
+def test_html_viewer_numbers_every_row_of_a_source_line():
     from ui.viewer import Row, SourceView, viewer_html
 
     rows = [Row(86, 86, "concrete model"), Row(86, 86, ""), Row(86, 86, "A non-abstract model."), Row(87, 87, "field")]
     html = viewer_html(SourceView("g.html", "html", rows, "disk"), page=None, highlight=None, selection=None, window=None)
-    assert html.count('<span class="rc-no">86</span>') == 1 and html.count('<span class="rc-no"></span>') == 1
+    # issue 42: a row without a number read as a line outside the source; the continuing row is dimmed
+    assert html.count('<span class="rc-no">86</span>') == 2 and '<span class="rc-no"></span>' not in html
+    assert html.count('class="rc-line cont" data-line="86"') == 1
     assert "A non-abstract model." in html and html.count('data-line="86"') == 2  # the blank continuation is dropped
 
 

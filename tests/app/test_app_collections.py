@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.support.app_support import app_env, ok, shared_runtime, started, wait_for_job  # noqa: F401
+from tests.support.app_support import app_env, html_table, ok, shared_runtime, started, wait_for_job  # noqa: F401
 
 pytestmark = pytest.mark.slow
 LIB = "pages/library.py"
@@ -26,7 +26,7 @@ def _small_collection(tmp_path, n: int = 3) -> tuple[str, object]:
 
 
 def _table(at):
-    return next(d.value for d in at.dataframe if "abstain bar" in d.value.columns)
+    return html_table(at, "rc-cols")
 
 
 def test_stale_rename_remove_document_and_delete(app_env, tmp_path):

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.support.app_support import app_env, captions, ok, shared_runtime, started, wait_for_job  # noqa: F401
+from tests.support.app_support import app_env, captions, html_table, ok, shared_runtime, started, wait_for_job  # noqa: F401
 from tests.support.gitrepos import docs_repo
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def test_library_ingests_a_ref_and_the_viewer_shows_that_commit(app_env, repo):
     assert f"at commit {repo.first[:12]}" in captions(at)
     skipped = next(d.value for d in at.dataframe if list(d.value.columns) == ["file", "reason"])
     assert set(skipped["file"]) == {"vendor/sublib", "docs/manual.pdf", "docs/blob.md"}
-    cols = next(d.value for d in at.dataframe if "git source" in d.value.columns)
+    cols = html_table(at, "rc-cols")
     row = cols[cols["collection"] == name].iloc[0]
     assert row["git source"] == f"ref v1.0 @ {repo.first[:12]} · current" and row["state"] == "see git source"
     # the viewer reads the file at the collection's commit (Monday), not the work tree's main (Thursday)

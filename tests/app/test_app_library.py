@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from ui.library_admin import slug
-from tests.support.app_support import app_env, captions, markdown_text, ok, started, wait_for_job  # noqa: F401
+from tests.support.app_support import app_env, captions, html_table, markdown_text, ok, started, wait_for_job  # noqa: F401
 
 pytestmark = pytest.mark.slow
 LIB = "pages/library.py"
@@ -99,7 +99,7 @@ def test_ingest_folder_and_uploads_report_and_collections(app_env, tmp_path):
     assert set(skipped["file"]) == {"empty.md", "latin1.txt"} and all(skipped["reason"].str.len() > 3)
     # the session now points at the new collection; the collections tab lists it with its stats
     assert at.session_state["cfg_collection"] == name
-    cols = next(d.value for d in at.dataframe if "abstain bar" in d.value.columns)
+    cols = html_table(at, "rc-cols")
     row = cols[cols["collection"] == name].iloc[0]
     assert row["documents"] == 3 and row["chunks"] >= 3 and row["version"] != "–" and row["built"] != "–"
     assert row["state"] == "up to date" and row["folder"] == str(folder)

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.support.app_support import app_env, ok, started, wait_for_job  # noqa: F401
+from tests.support.app_support import app_env, html_table, ok, started, wait_for_job  # noqa: F401
 from tests.unit.encoders.test_onnx_folder import minilm_folder
 
 pytestmark = pytest.mark.slow
@@ -31,6 +31,6 @@ def test_a_new_collection_takes_the_model_chosen_and_the_table_shows_it(app_env,
     at.button(key="ing_go_folder").click().run()
     wait_for_job(at)
     ok(at)
-    cols = next(d.value for d in at.dataframe if "embedding model" in d.value.columns)
+    cols = html_table(at, "rc-cols")
     assert cols[cols["collection"] == name].iloc[0]["embedding model"] == f"onnx:{model} (384-d)"
     assert cols[cols["collection"] == "guide"].iloc[0]["embedding model"].startswith("minilm")
