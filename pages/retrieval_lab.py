@@ -20,6 +20,7 @@ from ui import share, state
 from ui.abstain_panel import abstain_panel
 from ui.probe import SIGNAL_HELP, probe, signal_cells
 from ui.labtable import ORDERS, lab_table_html
+from ui.lab_ab import ab_table_html, compare
 from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, viewer_params
 
 rt = shell.page_init()
@@ -339,45 +340,16 @@ with tab_ab:
     else:
         ra, rb = side_result("A"), side_result("B")
         if ra is not None and rb is not None:
-            ka = {c.chunk.chunk_id: (i, c) for i, c in enumerate(ra.kept, 1)}
-            kb = {c.chunk.chunk_id: (i, c) for i, c in enumerate(rb.kept, 1)}
-            both = ka.keys() & kb.keys()
-            only_a, only_b = ka.keys() - kb.keys(), kb.keys() - ka.keys()
-            moved = [cid for cid in both if ka[cid][0] != kb[cid][0]]
-            union = len(ka.keys() | kb.keys())
+            cmp = compare(ra, rb)
             m = st.columns(5)
-            m[0].metric("Evidence A", len(ka))
-            m[1].metric("Evidence B", len(kb))
-            m[2].metric("Overlap", f"{len(both)}", help=f"Jaccard {len(both) / union:.2f}" if union else None)
-            m[3].metric("Added in B", len(only_b))
-            m[4].metric("Dropped in B", len(only_a))
-            rows = []
-            for cid in [*ka.keys(), *[c for c in kb.keys() if c not in ka]]:
-                a = ka.get(cid)
-                b = kb.get(cid)
-                chunk = (a or b)[1].chunk  # type: ignore[index]
-                if a and b:
-                    change = "same" if a[0] == b[0] else (f"moved up {a[0] - b[0]}" if b[0] < a[0] else f"moved down {b[0] - a[0]}")
-                else:
-                    change = "only in A (dropped by B)" if a else "only in B (added by B)"
-                rows.append({
-                    "change": change, "A [n]": a[0] if a else None, "B [n]": b[0] if b else None,
-                    "locator": chunk.locator.split("#")[0], "section": chunk.section_label,
-                    "cosine": (a or b)[1].dense_score,  # type: ignore[index]
-                    "A score": a[1].score_for(ra.rank_score_kind) if a else None,
-                    "B score": b[1].score_for(rb.rank_score_kind) if b else None,
-                })
-            st.caption(f"A ranks by **{ra.rank_score_kind}**, B by **{rb.rank_score_kind}**; {len(moved)} shared chunk(s) moved.")
-            if rows:
-                ab = pd.DataFrame(rows).astype({"A [n]": "Int64", "B [n]": "Int64"})
-                st.dataframe(
-                    ab, hide_index=True, width="stretch",
-                    column_config={
-                        "cosine": st.column_config.NumberColumn(format="%.3f"),
-                        "A score": st.column_config.NumberColumn(f"A score ({ra.rank_score_kind})", format="%.4f"),
-                        "B score": st.column_config.NumberColumn(f"B score ({rb.rank_score_kind})", format="%.4f"),
-                    },
-                )
+            m[0].metric("Evidence A", cmp.evidence_a)
+            m[1].metric("Evidence B", cmp.evidence_b)
+            m[2].metric("Overlap", f"{cmp.overlap}", help=f"Jaccard {cmp.jaccard:.2f}" if cmp.jaccard is not None else None)
+            m[3].metric("Added in B", cmp.added)
+            m[4].metric("Dropped in B", cmp.dropped)
+            st.caption(f"A ranks by **{cmp.kind_a}**, B by **{cmp.kind_b}**; {cmp.moved} shared chunk(s) moved.")
+            if cmp.rows:
+                st.html(ab_table_html(cmp))
 
 # ---------------------------------------------------------------- why not retrieved?
 with tab_probe:
