@@ -2,7 +2,9 @@
 copy of the built demo collection, Debian's headless chromium via Playwright.
 
 - Under bursts of fast key presses the threshold slider, the URL and the histogram's threshold line
-  end on one value once the app is idle (they disagreed: slider 0.45, URL 0.27, line 0.25).
+  end on one value once the app is idle (reported: slider 0.45, URL 0.27, line 0.25). Here they
+  disagree for up to a few seconds after the app reports idle, then agree; the reported lasting
+  disagreement was not reproduced, so this test passes before and after (it guards the end state).
 - At 1024×768 the lab table's passage column stays readable and every locator keeps its line range;
   at 1400 the A/B table shows no "None".
 """
