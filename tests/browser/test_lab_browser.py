@@ -2,9 +2,11 @@
 copy of the built demo collection, Debian's headless chromium via Playwright.
 
 - Under bursts of fast key presses the threshold slider, the URL and the histogram's threshold line
-  end on one value once the app is idle (reported: slider 0.45, URL 0.27, line 0.25). Here they
-  disagree for up to a few seconds after the app reports idle, then agree; the reported lasting
-  disagreement was not reproduced, so this test passes before and after (it guards the end state).
+  should end on one value once the app is idle (reported: slider 0.45, URL 0.27, line 0.25). Not
+  fixed: the test reproduces it (slider 0.46, URL and line 0.10, still after 3 s idle) in some runs,
+  and is marked xfail (not strict) until it is. The burst's last value reaches the server (the
+  websocket shows it) and no finished run uses it; ``runner.fastReruns = false`` made 5 of 5 rounds
+  agree but broke the Settings page's save, so it is not the fix.
 - At 1024×768 the lab table's passage column stays readable and every locator keeps its line range;
   at 1400 the A/B table shows no "None".
 """
@@ -85,6 +87,7 @@ def _idle_reading(page, settle_s: float = 3.0) -> dict:
     return reading
 
 
+@pytest.mark.xfail(strict=False, reason="issue 42 item 6: a burst's last slider value is sometimes never run (see the module doc)")
 def test_slider_url_and_histogram_agree_after_bursts_of_key_presses(server, page, shots):
     _open_lab(page, server)
     _lab_ask(page)
