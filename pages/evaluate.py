@@ -17,41 +17,17 @@ import pandas as pd
 import streamlit as st
 
 from ragcore.eval.baselines import BM25_LABEL, LLAMAINDEX_LABEL
-from ragcore.eval.dataset import DatasetError, EvalDataset, load_dataset, load_dataset_bytes
-from ragcore.eval.metrics import ndcg_at_k, recall_at_k
-from ragcore.eval.paired import paired_deltas
+from ragcore.eval.dataset import DatasetError, EvalDataset
 from ragcore.eval.report import TABLE_COLUMNS, load_saved_runs, save_run, trend_rows
-from ragcore.eval.runner import EvalRun, QuestionRecord, failure_reasons, locate_doc, mapper_from_records
+from ragcore.eval.runner import failure_reasons
 from ragcore.eval.charts import METRIC_LABELS
 from ragcore.eval.sweep import EvalReport, SweepError, evaluate
 from ui import state
-from ui.render import fmt_ms, md_escape, md_inline, viewer_params
+from ui.eval_calibration import calibrate_or_ask, confirm_replacement, stored_bars_panel
+from ui.eval_data import BUNDLED_DATASET, folder_for, load_folder, load_upload
+from ui.eval_view import doc_links, metrics_frame, paired_frame, question_frame
+from ui.render import fmt_ms, md_escape, md_inline
 
-ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_DATASET = ROOT / "bench" / "data" / "guide-qa"  # questions about the user guide (the demo collection)
-DJANGO_DATASET = ROOT.parent / "shared" / "data" / "django-docs-qa"
-
-
-def suggested_dataset(collection: str) -> Path | None:
-    """The bundled set for the demo collection, the Django set (when present) for a Django
-    collection, else none: another collection's data set would calibrate a wrong bar."""
-    if collection == "guide" and BUNDLED_DATASET.is_dir():
-        return BUNDLED_DATASET
-    if "django" in collection.lower() and DJANGO_DATASET.is_dir():
-        return DJANGO_DATASET
-    return None
-
-
-def folder_for(collection: str) -> str:
-    """The data set folder last used with ``collection`` on this page, else the suggested one.
-    Kept per collection outside the widget (whose state Streamlit drops when the page is left),
-    so coming back, or moving the sidebar's collection, never puts the guide's set next to
-    another collection."""
-    used = st.session_state.setdefault("ev_folders", {})
-    if collection in used:
-        return used[collection]
-    suggested = suggested_dataset(collection)
-    return str(suggested) if suggested is not None else ""
 BASELINE_CHOICES = {"bm25": BM25_LABEL + " (ragcore sparse)", "llamaindex": LLAMAINDEX_LABEL + " (retrieval only; needs corpus/)"}
 
 rt = shell.page_init()
@@ -77,76 +53,6 @@ with st.expander("The data set format (JSONL)", icon=":material/help:"):
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def _load_folder(path: str, mtime: float) -> EvalDataset:
-    return load_dataset(path)
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _load_upload(data: bytes, name: str) -> EvalDataset:
-    return load_dataset_bytes(data, name)
-
-
-# ---------------------------------------------------------------- calibration (eval/calibration.py)
-
-
-def calibrate_or_ask(dataset: EvalDataset, collection: str, settings, *, replace: bool):
-    """Calibrate; when a bar is stored already and ``replace`` is False, return what to ask
-    (collection, data set, the stored bar) instead. A data set that does not belong to the
-    collection is refused with the reason (ev_cal_error)."""
-    from ragcore.eval.calibration import BarExists, CalibrationError, calibrate
-
-    try:
-        with st.spinner("Calibrating…", show_time=True):
-            cal = calibrate(rt.engine, dataset, collection, settings, replace=replace)
-    except BarExists as exc:
-        return (collection, dataset.name, exc.current)
-    except CalibrationError as exc:
-        ss["ev_cal_error"] = str(exc)
-        return None
-    ss["ev_calibrated"] = (f"Abstain bar for `{md_inline(collection)}`: **{cal.bar:.3f}**, from {md_inline(cal.dataset)} "
-                           f"(answers {cal.answer_rate:.0%} of {cal.answerable} answerable questions, abstains on "
-                           f"{cal.abstain_rate:.0%} of {cal.unanswerable} unanswerable). Stored with the collection"
-                           + ("; the bar it replaced is kept under “Stored abstain bars”." if replace else "."))
-    return None
-
-
-def confirm_replacement(dataset: EvalDataset, collection: str, settings, current: dict) -> None:
-    from ragcore.eval.calibration import describe_bar
-
-    st.warning(f"`{md_inline(collection)}` already has a calibrated abstain bar: {md_inline(describe_bar(current))}. "
-               f"Replace it with a bar calibrated on {md_inline(dataset.name)}? The current bar is kept and can be "
-               "restored.", icon=":material/warning:")
-    yes, no = st.columns([0.25, 0.75])
-    if yes.button("Replace the bar", key="ev_cal_replace", icon=":material/swap_horiz:"):
-        ss["ev_cal_pending"] = calibrate_or_ask(dataset, collection, settings, replace=True)
-        st.rerun()
-    if no.button("Keep the stored bar", key="ev_cal_keep"):
-        ss.pop("ev_cal_pending", None)
-        st.rerun()
-
-
-def stored_bars_panel(collection: str) -> None:
-    """The bar in force and the earlier ones, with a restore button."""
-    from ragcore.eval.calibration import describe_bar, restore_bar, stored_bars
-
-    current, history = stored_bars(rt.engine, collection)
-    if not current and not history:
-        return
-    with st.expander(f"Stored abstain bars of {md_inline(collection)} ({1 + len(history) if current else len(history)})"):
-        st.markdown(f"In force: {md_inline(describe_bar(current)) if current else 'none (label-free or settings bar)'}")
-        if not history:
-            st.caption("No earlier bars: a bar replaced by a calibration is kept here.")
-            return
-        pick = st.selectbox("Earlier bars (newest first)", range(len(history)), key="ev_bar_pick",
-                            format_func=lambda i: describe_bar(history[i]))
-        if st.button("Restore this bar", key="ev_bar_restore", icon=":material/history:"):
-            chosen = restore_bar(rt.engine, collection, pick)
-            ss["ev_calibrated"] = (f"Restored the abstain bar of `{md_inline(collection)}`: "
-                                   f"{md_inline(describe_bar(chosen))}; the bar it replaced is kept too.")
-            st.rerun()
-
-
 # ---------------------------------------------------------------- inputs
 c1, c2 = st.columns([3, 2])
 with c1:
@@ -156,7 +62,7 @@ with c1:
         if source == "Upload":
             up = st.file_uploader("A .jsonl file in the data set format", type=["jsonl"], key="ev_upload")
             if up is not None:
-                dataset = _load_upload(up.getvalue(), up.name)
+                dataset = load_upload(up.getvalue(), up.name)
         else:
             for_collection = ss.get("cfg_collection") or ""
             if "ev_folder" not in ss or ss.get("ev_folder_of") != for_collection:
@@ -168,7 +74,7 @@ with c1:
             ss["ev_folders"][for_collection] = folder
             if folder.strip():
                 p = Path(folder.strip()).expanduser()
-                dataset = _load_folder(str(p), p.stat().st_mtime if p.exists() else 0.0)
+                dataset = load_folder(str(p), p.stat().st_mtime if p.exists() else 0.0)
     except DatasetError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
     if dataset is not None:
@@ -203,18 +109,18 @@ if cal_col.button("Calibrate the abstain bar", disabled=dataset is None or not d
                        "separates answerable from unanswerable questions, and store it with the collection. A stored "
                        "bar is replaced only after you confirm, and can be restored."):
     ss.pop("ev_calibrated", None)
-    ss["ev_cal_pending"] = calibrate_or_ask(dataset, collection, settings, replace=False)
+    ss["ev_cal_pending"] = calibrate_or_ask(rt.engine, dataset, collection, settings, replace=False)
     st.rerun()
 pending = ss.get("ev_cal_pending")
 if pending and pending[0] == collection and dataset is not None and pending[1] == dataset.name:
-    confirm_replacement(dataset, collection, settings, pending[2])
+    confirm_replacement(rt.engine, dataset, collection, settings, pending[2])
 elif pending:
     ss.pop("ev_cal_pending", None)  # asked about another collection or data set: not this one's question
 if ss.get("ev_calibrated"):
     st.success(ss["ev_calibrated"], icon=":material/check:")
 if ss.get("ev_cal_error"):
     st.error(md_escape(ss.pop("ev_cal_error")), icon=":material/error:")
-stored_bars_panel(collection)
+stored_bars_panel(rt.engine, collection)
 
 if run_col.button("Run the evaluation", type="primary", disabled=dataset is None, icon=":material/play_arrow:"):
     bar = st.progress(0.0, text="starting…")
@@ -241,82 +147,6 @@ if run_col.button("Run the evaluation", type="primary", disabled=dataset is None
 report: EvalReport | None = ss.get("ev_report")
 
 
-def _metrics_frame(runs: list[EvalRun]) -> pd.DataFrame:
-    rows = []
-    for r in runs:
-        m = r.metrics()
-        row = {"configuration": r.label}
-        row.update({h: m.get(k) for k, h in TABLE_COLUMNS})
-        row["p50 ms"] = m["latency_p50_ms"].get("total")
-        row["p95 ms"] = m["latency_p95_ms"].get("total")
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _paired_frame(runs: list[EvalRun]) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "configuration": d.label, "better": d.better, "worse": d.worse, "same": d.same, "sign test p": d.sign_p,
-        "nDCG@10 base": d.ndcg_base, "nDCG@10 run": d.ndcg_run, "best of both": d.ndcg_best_of_both,
-        "answers +": d.answers_gained, "answers −": d.answers_lost,
-        "abstains (unanswerable) +": d.abstains_gained, "abstains (unanswerable) −": d.abstains_lost,
-    } for d in paired_deltas(runs)])
-
-
-def _question_frame(run: EvalRun) -> pd.DataFrame:
-    rows = []
-    for rec in run.records:
-        r = rec.result
-        ranking = list(dict.fromkeys(r.retrieved_docs))
-        first = next((i for i, d in enumerate(ranking, 1) if d in set(r.relevant_docs)), None)
-        reasons = failure_reasons(rec)
-        rows.append({
-            "id": r.id, "question": r.question, "answerable": r.answerable, "status": r.status,
-            "failed": bool(reasons), "why": "; ".join(reasons),
-            "first relevant rank": first if r.relevant_docs else None,
-            "nDCG@10": ndcg_at_k(r.retrieved_docs, r.relevant_docs, 10) if r.relevant_docs else None,
-            "recall@10": recall_at_k(r.retrieved_docs, r.relevant_docs, 10) if r.relevant_docs else None,
-            "best support": rec.best_support,
-            "closest section": rec.closest_section,
-            "supported": f"{r.supported_sentences}/{r.total_sentences}" if r.total_sentences else "",
-            "total ms": r.latency_ms.get("total"),
-        })
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df["first relevant rank"] = df["first relevant rank"].astype("Int64")
-    return df
-
-
-def _doc_links(rec: QuestionRecord, run: EvalRun) -> None:
-    r = rec.result
-    relevant = set(r.relevant_docs)
-    col_a, col_b = st.columns(2)
-    with col_a:
-        st.markdown("**Relevant documents** (the data set's judgements)")
-        if not rec.relevant:
-            st.caption("None: an unanswerable question.")
-        m = mapper_from_records(run.records)
-        for entry in rec.relevant:
-            doc, _, anchor = entry.partition("#")
-            found = next((h for h in rec.hits if h.path == doc), None)
-            mark = f"retrieved at #{found.rank}" if found else "not in the top 20"
-            stored = found.stored_path if found else m.stored(doc)
-            loc = locate_doc(rt.engine, run.collection, stored, anchor or None) if run.collection else None
-            if loc:
-                st.page_link("pages/library.py", label=f"{md_inline(entry)} · {mark}", icon=":material/open_in_new:",
-                             query_params=viewer_params(stored, loc[0], loc[1], loc[2], run.collection))
-            else:
-                st.markdown(f"- {md_inline(entry)} · {mark} (not in this collection)")
-    with col_b:
-        st.markdown("**Retrieved documents** (best chunk of each, in rank order)")
-        for h in rec.hits[:10]:
-            st.page_link("pages/library.py", label=f"#{h.rank} {md_inline(h.path)}:{h.start_line}-{h.end_line}"
-                         + (" · **relevant**" if h.path in relevant else "") + ("" if h.kept else " (not in the evidence)"),
-                         icon=":material/check_circle:" if h.path in relevant else ":material/open_in_new:",
-                         query_params=viewer_params(h.stored_path, h.start_line, h.end_line, h.page, run.collection))
-        if not rec.hits:
-            st.caption("Nothing retrieved.")
-
-
 if report is not None:
     st.divider()
     st.markdown(f"### Results: {md_inline(report.dataset)} on `{md_inline(report.collection)}`")
@@ -328,7 +158,7 @@ if report is not None:
                                       ("answer_rate", "answered"), ("abstain_rate", "abstained (unanswerable)"),
                                       ("token_f1", "token F1"))):
         col.metric(label, "–" if m.get(k) is None else f"{m[k]:.3f}")
-    st.dataframe(_metrics_frame(report.runs), hide_index=True, width="stretch",
+    st.dataframe(metrics_frame(report.runs), hide_index=True, width="stretch",
                  # every metric a small column, so that the whole row (p95 included) fits 1024 px and up
                  column_config={h: st.column_config.NumberColumn(format="%.3f", width="small") for _, h in TABLE_COLUMNS}
                  | {"p50 ms": st.column_config.NumberColumn(format="%.0f", width="small"),
@@ -336,7 +166,7 @@ if report is not None:
                     "configuration": st.column_config.TextColumn(width="medium")})
     if len(report.runs) > 1:
         with st.expander("Against the base, question by question", icon=":material/compare_arrows:"):
-            st.dataframe(_paired_frame(report.runs), hide_index=True, width="stretch",
+            st.dataframe(paired_frame(report.runs), hide_index=True, width="stretch",
                          column_config={h: st.column_config.NumberColumn(format="%.3f")
                                         for h in ("nDCG@10 base", "nDCG@10 run", "best of both")}
                          | {"sign test p": st.column_config.NumberColumn(format="%.2f")})
@@ -357,7 +187,7 @@ if report is not None:
     pick = st.selectbox("Configuration", labels, key="ev_run") if len(labels) > 1 else labels[0]
     run = report.run(pick)
     only_failed = st.toggle("Only questions that failed", value=False, key="ev_only_failed")
-    df = _question_frame(run)
+    df = question_frame(run)
     if only_failed:
         df = df[df["failed"]].reset_index(drop=True)
     event = st.dataframe(
@@ -389,7 +219,7 @@ if report is not None:
             if rec.result.reference:
                 with st.expander("Reference answer (the data set's)"):
                     st.text(rec.result.reference)
-            _doc_links(rec, run)
+            doc_links(rt.engine, rec, run)
     else:
         st.caption("Select a row to see the retrieved and the relevant documents, with links to the source viewer.")
 

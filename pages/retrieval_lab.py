@@ -9,18 +9,18 @@ from ui import shell
 # ruff: noqa: E402
 shell.ensure_frame()
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 
 from ragcore.engine.engine import Engine
 from ragcore.settings import catalog
 from ragcore.types import Candidate, RetrievalResult
-from ui import share, state
+from ui import session, share, state
 from ui.abstain_panel import abstain_panel
-from ui.probe import SIGNAL_HELP, probe, signal_cells
 from ui.labtable import ORDERS, lab_table_html
-from ui.render import expansion_line, fields_text, fmt_score, md_escape, md_inline, viewer_params
+from ui.lab_ab import ab_table_html, compare
+from ui.lab_view import histogram, signals_line
+from ui.probe_panel import probe_tab
+from ui.render import expansion_line, fmt_score, md_inline, viewer_params
 
 rt = shell.page_init()
 ss = st.session_state
@@ -33,49 +33,16 @@ if info is None:
     st.page_link("pages/library.py", label="Open the Library", icon=":material/library_books:")
     st.stop()
 
-base = state.base_settings()
-ss.setdefault("lab_question", "")
-ss.setdefault("lab_fusion", base.fusion)
-ss.setdefault("lab_rrf_k", int(base.rrf_k))
-ss.setdefault("lab_dense_weight", float(base.dense_weight))
-ss.setdefault("lab_candidates", int(base.candidates))
-ss.setdefault("lab_dedupe", bool(base.dedupe))
-ss.setdefault("lab_queries", 0)
-# the retrieval signals (the settings catalog's ``lab`` settings): fielded BM25, documents then passages, expansion
-SIGNALS = catalog.lab_signals()
-for _f in SIGNALS:
-    ss.setdefault(f"lab_{_f}", getattr(base, _f))
-# the lab's own retrieval controls: they start from the notebook's and never change them, except
-# through "Use these settings in the notebook" below
-ss.setdefault("lab_cfg_mode", ss["cfg_mode"])
-ss.setdefault("lab_cfg_top_k", int(ss["cfg_top_k"]))
-ss.setdefault("lab_cfg_threshold", float(ss["cfg_threshold"]))
-LAB_TO_NOTEBOOK = {"lab_cfg_mode": "cfg_mode", "lab_cfg_top_k": "cfg_top_k", "lab_cfg_threshold": "cfg_threshold"}
-LAB_TO_BASE = {"lab_fusion": "fusion", "lab_rrf_k": "rrf_k", "lab_dense_weight": "dense_weight",
-               "lab_candidates": "candidates", "lab_dedupe": "dedupe", **{f"lab_{f}": f for f in SIGNALS}}
+session.init_lab(state.base_settings())
+SIGNALS = session.SIGNALS
 
 
 def _use_in_notebook() -> None:
-    for lab_key, nb_key in LAB_TO_NOTEBOOK.items():
-        ss[nb_key] = ss[lab_key]
-    state.set_base_settings(state.base_settings().with_(**{f: ss[k] for k, f in LAB_TO_BASE.items()}))
-    ss["lab_applied"] = (f"The notebook now uses {ss['cfg_mode']} retrieval, top-K {ss['cfg_top_k']}, threshold "
-                         f"{float(ss['cfg_threshold']):.2f}, {ss['lab_fusion']} fusion, signals: {signals_summary()} (this session).")
+    state.set_base_settings(session.lab_into_notebook(state.base_settings()))
+    nb, lab = session.notebook_controls(), session.lab_setup()
+    ss["lab_applied"] = (f"The notebook now uses {nb.mode} retrieval, top-K {nb.top_k}, threshold "
+                         f"{nb.threshold:.2f}, {lab.fusion} fusion, signals: {lab.signals_summary()} (this session).")
 
-
-def signals_summary() -> str:
-    on = [f"field weight {float(ss['lab_field_weight']):g}" if ss["lab_field_weight"] > 0 else "",
-          f"document decay {float(ss['lab_doc_decay']):g}" if ss["lab_doc_decay"] > 0 else "",
-          f"{int(ss['lab_per_doc'])} per document" if ss["lab_per_doc"] > 0 else "",
-          f"named pages {float(ss['lab_named_weight']):g}" if ss["lab_named_weight"] > 0 else "",
-          f"title {float(ss['lab_doc_title_weight']):g}" if ss["lab_doc_title_weight"] > 0 else "",
-          f"{int(ss['lab_prf_terms'])} expansion terms" if ss["lab_prf_terms"] > 0 else ""]
-    return ", ".join(x for x in on if x) or "off"
-
-
-def _differs_from_notebook() -> bool:
-    b = state.base_settings()
-    return any(ss[k] != ss[v] for k, v in LAB_TO_NOTEBOOK.items()) or any(ss[k] != getattr(b, f) for k, f in LAB_TO_BASE.items())
 
 # ---------------------------------------------------------------- query row
 row = st.columns([0.6, 0.4], vertical_alignment="bottom")
@@ -124,22 +91,16 @@ with cuts[2], st.container(horizontal=True, gap="small"):
     with st.popover("Signals", icon=":material/insights:", help="Fielded BM25, documents then passages, query expansion"):
         signal_controls()
 applied = st.columns([0.6, 0.4], vertical_alignment="center")
-applied[0].caption(f"Signals: {md_inline(signals_summary())}")
+applied[0].caption(f"Signals: {md_inline(session.lab_setup().signals_summary())}")
 applied[1].button("Use these settings in the notebook", key="lab_apply", icon=":material/input:", on_click=_use_in_notebook,
-                  disabled=not _differs_from_notebook(), width="stretch",
+                  disabled=not session.lab_differs_from_notebook(state.base_settings()), width="stretch",
                   help="Copy the lab's retrieval mode, top-K, threshold, fusion, pool, dedupe and signals into the notebook "
                        "(this session). Until then the lab never changes the notebook's answers.")
 
 if msg := ss.pop("lab_applied", None):
     st.toast(msg, icon=":material/input:")
-ls = state.settings().with_(
-    retrieval_mode=ss["lab_cfg_mode"], top_k=int(ss["lab_cfg_top_k"]), threshold=round(float(ss["lab_cfg_threshold"]), 4),
-    fusion=ss["lab_fusion"], rrf_k=int(ss["lab_rrf_k"]), dense_weight=float(ss["lab_dense_weight"]),
-    candidates=int(ss["lab_candidates"]), dedupe=bool(ss["lab_dedupe"]),
-    field_weight=float(ss["lab_field_weight"]), doc_decay=float(ss["lab_doc_decay"]), per_doc=int(ss["lab_per_doc"]),
-    named_weight=float(ss["lab_named_weight"]), doc_title_weight=float(ss["lab_doc_title_weight"]),
-    prf_terms=int(ss["lab_prf_terms"]), prf_docs=int(ss["lab_prf_docs"]), prf_weight=float(ss["lab_prf_weight"]),
-)
+lab = session.lab_setup()  # one reading of the lab's values for this whole run: the URL, the table and the histogram
+ls = lab.settings(state.settings())
 share.write(share.lab_params(ss, state.base_settings()))  # the URL reproduces this setup (ui/share.py)
 FIELDS_ON = ls.field_weight > 0
 DOCS_ON = ls.doc_decay > 0 or ls.per_doc > 0 or ls.named_weight > 0 or ls.doc_title_weight > 0 or ls.doc_centroid_weight > 0
@@ -176,39 +137,6 @@ if question.strip():
 else:
     st.info("Type a question: the lab runs retrieval only (no answer) and shows every candidate with its scores.",
             icon=":material/lightbulb:")
-
-
-def signals_line(c: Candidate) -> str:
-    """The selected chunk's signals that are on: field part of BM25 and matched fields, its document."""
-    parts = []
-    if FIELDS_ON:
-        parts.append(f"field part of BM25 {fmt_score(c.field_score, 2)}; matched fields: {fields_text(c.matched_fields)}")
-    if DOCS_ON:
-        parts.append(f"document rank {c.doc_rank or '–'} (score {fmt_score(c.doc_score, 4)})")
-        if c.named_by:
-            parts.append(f"its document is named by {', '.join(c.named_by)}")
-        if c.doc_title_cosine is not None:
-            parts.append(f"title cosine {fmt_score(c.doc_title_cosine)}")
-    return " · ".join(parts)
-
-
-def histogram(res: RetrievalResult, thr: float) -> alt.Chart:
-    df = pd.DataFrame([
-        {"cosine": c.dense_score, "status": "kept" if c.kept else ("cut: threshold" if c.dropped_reason == "threshold" else "cut: dedupe / top-K")}
-        for c in res.candidates if c.dense_score is not None
-    ])
-    colors = alt.Scale(domain=["kept", "cut: threshold", "cut: dedupe / top-K"], range=["#2da44e", "#d1242f", "#afb8c1"])
-    bars = alt.Chart(df).mark_bar(opacity=0.85).encode(
-        x=alt.X("cosine:Q", bin=alt.Bin(step=0.025), title="cosine similarity (question vs chunk)", scale=alt.Scale(domain=[min(-0.1, df["cosine"].min() if len(df) else 0), 1.0])),
-        y=alt.Y("count():Q", title="chunks", stack=True),
-        color=alt.Color("status:N", scale=colors, legend=alt.Legend(orient="top", title=None)),
-        tooltip=["status:N", "count():Q"],
-    )
-    rule = alt.Chart(pd.DataFrame({"threshold": [thr]})).mark_rule(color="#d1242f", strokeDash=[5, 3], size=2).encode(
-        x="threshold:Q", tooltip=[alt.Tooltip("threshold:Q", format=".2f")])
-    label = alt.Chart(pd.DataFrame({"threshold": [thr], "y": [0], "text": [f"threshold {thr:.2f}"]})).mark_text(
-        align="left", dx=4, dy=-6, color="#d1242f", fontSize=11).encode(x="threshold:Q", y=alt.value(10), text="text:N")
-    return (bars + rule + label).properties(height=190)
 
 
 tab_ev, tab_ab, tab_probe = st.tabs(["Evidence", "A/B comparison", "Why not retrieved?"])
@@ -258,7 +186,7 @@ with tab_ev:
                                f"fused {fmt_score(c.fused_score, 4)} (fused rank {c.fused_rank or '–'})"
                                + (f" · cut by {c.dropped_reason}" if c.dropped_reason else ""))
                     if FIELDS_ON or DOCS_ON:
-                        st.caption(md_inline(signals_line(c)))
+                        st.caption(md_inline(signals_line(c, fields_on=FIELDS_ON, docs_on=DOCS_ON)))
                     st.code(c.chunk.text, language=None, wrap_lines=True)
                     st.page_link("pages/library.py", label="Open these lines in the source viewer", icon=":material/open_in_new:",
                                  query_params=viewer_params(c.chunk.path, c.chunk.start_line, c.chunk.end_line, c.chunk.page, collection))
@@ -290,9 +218,9 @@ def side_config(side: str) -> None:
         # A is the lab's own setup, shown, not a second set of widgets on the same values (two widgets on one
         # value disagree when a fast run is cut short); the lab's controls above change it
         st.markdown("**Configuration A** — the lab's settings above")
-        fusion = f"{ss['lab_fusion']} " + (f"(k={int(ss['lab_rrf_k'])})" if ss["lab_fusion"] == "rrf" else f"(dense weight {float(ss['lab_dense_weight']):.2f})")
-        st.caption(f"Mode **{ss['lab_cfg_mode']}** · top-K **{int(ss['lab_cfg_top_k'])}** · threshold "
-                   f"**{float(ss['lab_cfg_threshold']):.2f}** · fusion {fusion} · dedupe {'on' if ss['lab_dedupe'] else 'off'}")
+        fusion = f"{lab.fusion} " + (f"(k={lab.rrf_k})" if lab.fusion == "rrf" else f"(dense weight {lab.dense_weight:.2f})")
+        st.caption(f"Mode **{lab.mode}** · top-K **{lab.top_k}** · threshold "
+                   f"**{lab.threshold:.2f}** · fusion {fusion} · dedupe {'on' if lab.dedupe else 'off'}")
         return
     for k, v in side_defaults(side).items():
         ss.setdefault(f"ab_{side}_{k}", v)
@@ -339,97 +267,17 @@ with tab_ab:
     else:
         ra, rb = side_result("A"), side_result("B")
         if ra is not None and rb is not None:
-            ka = {c.chunk.chunk_id: (i, c) for i, c in enumerate(ra.kept, 1)}
-            kb = {c.chunk.chunk_id: (i, c) for i, c in enumerate(rb.kept, 1)}
-            both = ka.keys() & kb.keys()
-            only_a, only_b = ka.keys() - kb.keys(), kb.keys() - ka.keys()
-            moved = [cid for cid in both if ka[cid][0] != kb[cid][0]]
-            union = len(ka.keys() | kb.keys())
+            cmp = compare(ra, rb)
             m = st.columns(5)
-            m[0].metric("Evidence A", len(ka))
-            m[1].metric("Evidence B", len(kb))
-            m[2].metric("Overlap", f"{len(both)}", help=f"Jaccard {len(both) / union:.2f}" if union else None)
-            m[3].metric("Added in B", len(only_b))
-            m[4].metric("Dropped in B", len(only_a))
-            rows = []
-            for cid in [*ka.keys(), *[c for c in kb.keys() if c not in ka]]:
-                a = ka.get(cid)
-                b = kb.get(cid)
-                chunk = (a or b)[1].chunk  # type: ignore[index]
-                if a and b:
-                    change = "same" if a[0] == b[0] else (f"moved up {a[0] - b[0]}" if b[0] < a[0] else f"moved down {b[0] - a[0]}")
-                else:
-                    change = "only in A (dropped by B)" if a else "only in B (added by B)"
-                rows.append({
-                    "change": change, "A [n]": a[0] if a else None, "B [n]": b[0] if b else None,
-                    "locator": chunk.locator.split("#")[0], "section": chunk.section_label,
-                    "cosine": (a or b)[1].dense_score,  # type: ignore[index]
-                    "A score": a[1].score_for(ra.rank_score_kind) if a else None,
-                    "B score": b[1].score_for(rb.rank_score_kind) if b else None,
-                })
-            st.caption(f"A ranks by **{ra.rank_score_kind}**, B by **{rb.rank_score_kind}**; {len(moved)} shared chunk(s) moved.")
-            if rows:
-                ab = pd.DataFrame(rows).astype({"A [n]": "Int64", "B [n]": "Int64"})
-                st.dataframe(
-                    ab, hide_index=True, width="stretch",
-                    column_config={
-                        "cosine": st.column_config.NumberColumn(format="%.3f"),
-                        "A score": st.column_config.NumberColumn(f"A score ({ra.rank_score_kind})", format="%.4f"),
-                        "B score": st.column_config.NumberColumn(f"B score ({rb.rank_score_kind})", format="%.4f"),
-                    },
-                )
+            m[0].metric("Evidence A", cmp.evidence_a)
+            m[1].metric("Evidence B", cmp.evidence_b)
+            m[2].metric("Overlap", f"{cmp.overlap}", help=f"Jaccard {cmp.jaccard:.2f}" if cmp.jaccard is not None else None)
+            m[3].metric("Added in B", cmp.added)
+            m[4].metric("Dropped in B", cmp.dropped)
+            st.caption(f"A ranks by **{cmp.kind_a}**, B by **{cmp.kind_b}**; {cmp.moved} shared chunk(s) moved.")
+            if cmp.rows:
+                st.html(ab_table_html(cmp))
 
 # ---------------------------------------------------------------- why not retrieved?
 with tab_probe:
-    st.caption("Name the file (and line) you expected, or paste a sentence from the passage; the probe finds its chunk and "
-               "tells you its scores and which setting cut it.")
-    kind = st.segmented_control("Expected passage", ["A file", "A pasted passage"], default="A file", key="probe_kind", required=True)
-    path = line = passage = None
-    if kind == "A file":
-        try:
-            docs = [p for p, _ in rt.engine.documents(collection)]
-        except Exception as exc:  # noqa: BLE001
-            state.show_error(exc, "Listing the documents")
-            docs = []
-        pc = st.columns([0.75, 0.25], vertical_alignment="bottom")
-        path = pc[0].selectbox("File", docs, key="probe_path", index=None, placeholder="Choose a file of the collection")
-        line = pc[1].number_input("Line (0 = any)", min_value=0, step=1, key="probe_line") or None
-    else:
-        passage = st.text_area("Passage", key="probe_passage", height=90, placeholder="Paste a sentence from the passage you expected")
-    go = st.button("Why not retrieved?", type="primary", key="probe_go", disabled=not question.strip(),
-                   help=None if question.strip() else "Type a question first")
-    if go:
-        if not (path or (passage and passage.strip())):
-            st.warning("Choose a file or paste a passage first.")
-        else:
-            try:
-                ss["lab_probe"] = probe(rt.engine, question, ls, collection=collection, path=path, line=line, passage=passage)
-            except Exception as exc:  # noqa: BLE001
-                state.show_error(exc, "The probe")
-    pr = ss.get("lab_probe")
-    if pr is not None:
-        show = {"kept": st.success, "no_match": st.warning, "not_in_collection": st.warning}.get(pr.verdict, st.warning)
-        label = {"kept": "retrieved", "top_k": "cut by top-K", "threshold": "cut by the threshold", "dedupe": "cut by dedupe",
-                 "per_doc": "cut by the per-document cap",
-                 "filter": "filtered out", "not_candidate": "not a candidate", "not_in_pool": "not a candidate",
-                 "not_in_collection": "not in the collection", "no_match": "no matching chunk"}[pr.verdict]
-        show(f"**Verdict: {label}.** {md_escape(pr.message)}")
-        st.info(md_escape(pr.fix), icon=":material/build:")
-        if pr.chunk is not None and pr.verdict != "no_match":
-            details = {
-                "cosine": fmt_score(pr.cosine), "dense rank (all chunks)": pr.dense_rank or "–",
-                "BM25": fmt_score(pr.bm25, 2) if pr.bm25 else "0 (no shared terms)" if pr.big is not None else "–",
-                "sparse rank": pr.sparse_rank or "–",
-                "rank in your pool": pr.candidate.rank if pr.candidate else "not in the pool",
-                "fused rank": pr.candidate.fused_rank if pr.candidate and pr.candidate.fused_rank else "–",
-            }
-            if pr.match_score is not None:
-                details["passage match"] = (pr.match_kind if pr.match_kind in ("verbatim", "near-verbatim")
-                                            else f"similar (cosine {pr.match_score:.2f})")
-            st.dataframe(pd.DataFrame([{k: str(v) for k, v in details.items()}]), hide_index=True, width="stretch")
-            if sig := signal_cells(pr):
-                st.dataframe(pd.DataFrame([sig]), hide_index=True, width="stretch",
-                             column_config={k: st.column_config.TextColumn(k, help=SIGNAL_HELP.get(k)) for k in sig})
-            ch = pr.chunk
-            st.page_link("pages/library.py", label=f"Open {md_inline(ch.locator.split('#')[0])} in the source viewer",
-                         icon=":material/open_in_new:", query_params=viewer_params(ch.path, ch.start_line, ch.end_line, ch.page, collection))
+    probe_tab(rt, question, ls, collection)

@@ -47,11 +47,22 @@ TABLE_CSS = """<style>
 .{box}.wrap th,.{box}.wrap td{{white-space:normal;overflow-wrap:anywhere;overflow:visible}}
 .{box}.scroll{{overflow-y:auto}}
 .{box}.scroll th{{position:sticky;top:0;background:#fff;z-index:1}}
+.{box} td.lr{{direction:rtl;text-align:left}}
+.{box} tr.stk{{display:none}}
+.{box} tr.stk td{{white-space:normal;overflow-wrap:anywhere;padding-top:0}}
 @container (max-width: 900px){{
   .{box} table{{font-size:12px}}
   .{box} th,.{box} td{{padding:3px 4px}}
   .{box} col.c-loc{{width:19% !important}}
   .{box} col.c-sec{{width:11% !important}}
+}}
+@container (max-width: 700px){{
+  .{box}.nw col.c-loc{{width:26% !important}}
+  .{box}.nw col.c-sec{{width:16% !important}}
+  .{box}.nw col.c-txt{{width:0 !important}}
+  .{box}.nw th.txt,.{box}.nw td.txt{{padding:0;font-size:0}}
+  .{box}.nw tr.has-stk td{{border-bottom:0}}
+  .{box}.nw tr.stk{{display:table-row}}
 }}
 </style>"""
 
@@ -102,34 +113,56 @@ def short_text(long: Long, full: str) -> str:
     return flat if len(flat) <= PASSAGE_CHARS else flat[: PASSAGE_CHARS - 1] + "…"
 
 
-def _td(col: Column, row: Mapping[str, Any], title_of: Callable[[Column, Mapping[str, Any]], str]) -> str:
+def _shown_html(col: Column, shown: str, narrow: bool) -> str:
+    """The cell's content. With ``narrow``, a locator that does not fit its column loses its start, not
+    its end: the cell is laid out right to left around a left-to-right text, so its line range stays."""
+    if narrow and col.long == "locator":
+        return f'<span dir="ltr">{escape(shown, quote=True)}</span>'
+    return escape(shown, quote=True)
+
+
+def _td(col: Column, row: Mapping[str, Any], title_of: Callable[[Column, Mapping[str, Any]], str], narrow: bool = False) -> str:
     full = cell_text(col, row.get(col.key))
     shown = short_text(col.long, full) if col.long and full != "–" else full
     hover = full if col.long else title_of(col, row)
     title = f' title="{escape(hover, quote=True)}"' if hover and hover != "–" else ""
-    return f'<td class="{col.klass}"{title}>{escape(shown, quote=True)}</td>'
+    klass = f"{col.klass} lr" if narrow and col.long == "locator" else col.klass
+    return f'<td class="{klass}"{title}>{_shown_html(col, shown, narrow)}</td>'
+
+
+def _tr(row: Mapping[str, Any], columns: Sequence[Column], klass: str,
+        title_of: Callable[[Column, Mapping[str, Any]], str], narrow: bool) -> str:
+    """The row. With ``narrow``, a passage column ("txt") is repeated in a row of its own below it, which
+    CSS shows instead of the column when the table is narrow (about 560 px at 1024×768, where the column
+    was a few px wide)."""
+    cells = "".join(_td(c, row, title_of, narrow) for c in columns)
+    txt = next((c for c in columns if c.klass == "txt"), None) if narrow else None
+    if txt is None:
+        return f'<tr class="{escape(klass, quote=True)}">{cells}</tr>'
+    stacked = _td(txt, row, title_of).replace('<td class="txt"', f'<td colspan="{len(columns)}" class="stx"', 1)
+    return (f'<tr class="{escape((klass + " has-stk").strip(), quote=True)}">{cells}</tr>'
+            f'<tr class="{escape((klass + " stk").strip(), quote=True)}">{stacked}</tr>')
 
 
 def table_html(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, box: str,
     row_class: Callable[[Mapping[str, Any]], str] = lambda row: "",
     title_of: Callable[[Column, Mapping[str, Any]], str] = lambda col, row: "",
-    max_height_px: int | None = None, wrap: bool = False,
+    max_height_px: int | None = None, wrap: bool = False, narrow: bool = False,
 ) -> str:
     """``rows`` as a fixed-layout table inside ``<div class="{box}">``, with its own CSS.
 
     ``row_class`` gives a row its CSS class ("cut" dims it); ``title_of`` a hover text for a short
     cell (a long cell's hover is always its full text). With ``max_height_px`` the table scrolls
     inside a box that high, its header row staying in view (the app's theme is light). With ``wrap``
-    a cell's text wraps inside its column instead of being cut (a short table of names and states)."""
+    a cell's text wraps inside its column instead of being cut (a short table of names and states).
+    ``narrow``: a layout for boxes down to ~560 px (the lab at 1024×768): locators keep their line
+    range, the passage goes to a row of its own."""
     head = "".join(f'<col class="c-{c.klass}" style="width:{c.width}">' if c.width != "auto" else f'<col class="c-{c.klass}">'
                    for c in columns)
     ths = "".join(f'<th class="{c.klass}" title="{escape(c.help, quote=True)}">{escape(c.header)}</th>' for c in columns)
-    body = "".join(
-        f'<tr class="{escape(row_class(row), quote=True)}">{"".join(_td(c, row, title_of) for c in columns)}</tr>'
-        for row in rows
-    )
-    klass = f"{box} wrap" if wrap else box
+    body = "".join(_tr(row, columns, row_class(row), title_of, narrow) for row in rows)
+    klass = " ".join([box] + (["wrap"] if wrap else []) + (["nw"] if narrow else []))
     scroll = f' class="{klass} scroll" style="max-height:{int(max_height_px)}px"' if max_height_px else f' class="{klass}"'
     return (f'{TABLE_CSS.format(box=box)}<div{scroll}><table><colgroup>{head}</colgroup>'
             f'<thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table></div>')

@@ -87,5 +87,5 @@ def lab_table_html(
         lab_rows(res, order), lab_columns(res, fusion=fusion, fields_on=fields_on, docs_on=docs_on), box="rc-lab",
         row_class=lambda r: "kept" if r["kept"] else "cut",
         title_of=cut_reason,
-        max_height_px=TABLE_HEIGHT_PX,
+        max_height_px=TABLE_HEIGHT_PX, narrow=True,
     )

@@ -11,6 +11,14 @@ the demo corpus) runs.
 
 That fallback may also run a deep-linked page (``/library``) directly, without app.py; the page
 then calls :func:`ensure_frame`, which runs the whole app around it instead (see there).
+
+Checked against Streamlit 1.67's source (issue 42): ``PagesManager.uses_pages_directory`` is set when
+the process's first session starts, from whether pages/ exists, and only an ``st.navigation`` call
+clears it (for the whole process); no configuration option does. So the first run of a fresh process
+always takes the fallback, whatever app.py does. ``position="sidebar"`` is hidden by
+``showSidebarNavigation = false`` as well (commands/navigation.py), and without that option the
+fallback's file list shows on a cold start; ``position="top"`` would drop the links below but move the
+navigation out of the sidebar, and ``ensure_frame`` would still be needed. Hence this way.
 """
 
 from __future__ import annotations

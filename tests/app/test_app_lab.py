@@ -106,8 +106,9 @@ def test_ab_comparison_shows_overlap_added_dropped_moved(app_env):
     at = _lab()
     m = _metrics(at)
     assert {"Evidence A", "Evidence B", "Overlap", "Added in B", "Dropped in B"} <= set(m)
-    ab = next(d.value for d in at.dataframe if "change" in d.value.columns and "A [n]" in d.value.columns)
+    ab = html_table(at, "rc-ab")  # "–" where one side does not keep the chunk (st.dataframe drew "None")
     assert int(m["Evidence A"]) == ab["A [n]"].notna().sum()
+    assert not ab.isin(["None"]).any().any()
     kinds = " ".join(ab["change"])
     assert "same" in kinds or "moved" in kinds
     # B: top-K 12 against A's 6 → B adds chunks, drops none (each has its seat: RAGCORE_EVIDENCE_SEATS=1)

@@ -224,7 +224,8 @@ class _TableParser(HTMLParser):
 def html_table(at, box: str):
     """The first ``st.html`` table inside ``<div class="{box}">`` as a DataFrame of what the cells
     show (numbers as floats, "–" as NaN), plus ``<header> title`` columns with each cell's hover text
-    and ``row class`` (kept / cut / cited / used)."""
+    and ``row class`` (kept / cut / cited / used). A narrow table's passage rows (class "stk", shown
+    instead of the passage column in a narrow window: ui/htmltable.py) repeat a row's passage: skipped."""
     import pandas as pd
 
     body = next(h.proto.body for h in at.main.get("html") if f'class="{box}' in h.proto.body)
@@ -234,6 +235,9 @@ def html_table(at, box: str):
     names = [text for text, _ in head]
     records = []
     for klass, cells in rows:
+        if "stk" in klass.split():
+            continue
+        klass = " ".join(k for k in klass.split() if k != "has-stk")
         rec: dict[str, Any] = {"row class": klass}
         for name, (text, attrs) in zip(names, cells):
             num = "num" in attrs.get("class", "")

@@ -1,0 +1,37 @@
+"""The notebooks this session has read, re-read from disk only when their file changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from .notebook import Notebook, NotebookError
+from .render import md_escape
+from .runtime import Runtime
+
+
+def load_notebook(rt: Runtime, collection: str) -> Notebook:
+    """The collection's notebook, re-read from disk only when the file changed."""
+    ss = st.session_state
+    inflight = ss.get("rc_inflight")
+    if inflight is not None and not inflight.is_set():
+        inflight.wait(timeout=5)  # a stopped answer of the previous run is still being saved
+    store = rt.notebooks
+    cache: dict[str, tuple[Any, Notebook]] = ss.setdefault("rc_nb_cache", {})
+    sig = store.signature(collection)
+    hit = cache.get(collection)
+    if hit is not None and hit[0] == sig and sig is not None:
+        return hit[1]
+    try:
+        nb = store.load(collection)
+    except NotebookError as exc:
+        st.warning(md_escape(str(exc)))
+        nb = Notebook(collection)
+    cache[collection] = (store.signature(collection), nb)
+    return nb
+
+
+def remember_notebook(rt: Runtime, nb: Notebook) -> None:
+    ss = st.session_state
+    ss.setdefault("rc_nb_cache", {})[nb.collection] = (rt.notebooks.signature(nb.collection), nb)
