@@ -14,7 +14,7 @@ import streamlit as st
 from ragcore.engine.engine import Engine
 from ragcore.settings import catalog
 from ragcore.types import Candidate, RetrievalResult
-from ui import session, share, state
+from ui import lab_sides, session, share, state
 from ui.abstain_panel import abstain_panel
 from ui.labtable import ORDERS, lab_table_html
 from ui.lab_ab import ab_table_html, compare
@@ -194,25 +194,6 @@ with tab_ev:
             st.warning("No candidates: nothing in the collection matches this question in this mode.")
 
 # ---------------------------------------------------------------- A/B
-SIDE_PARAMS = ("retrieval_mode", "fusion", "top_k", "threshold", "dedupe", "rrf_k", "dense_weight")
-
-
-# configuration A is the lab's own setup (its sliders and popovers); B starts from it and has its own controls
-A_CANON = {"retrieval_mode": "lab_cfg_mode", "top_k": "lab_cfg_top_k", "threshold": "lab_cfg_threshold", "fusion": "lab_fusion",
-           "dedupe": "lab_dedupe", "rrf_k": "lab_rrf_k", "dense_weight": "lab_dense_weight"}
-
-
-def canon(side: str, k: str) -> str:
-    return A_CANON[k] if side == "A" else f"ab_{side}_{k}"
-
-
-def side_defaults(side: str) -> dict:
-    s = ls
-    mode = s.retrieval_mode if side == "A" else ("dense" if s.retrieval_mode != "dense" else "hybrid")
-    return {"retrieval_mode": mode, "fusion": s.fusion, "top_k": s.top_k, "threshold": float(s.threshold), "dedupe": s.dedupe,
-            "rrf_k": s.rrf_k, "dense_weight": float(s.dense_weight)}
-
-
 def side_config(side: str) -> None:
     if side == "A":
         # A is the lab's own setup, shown, not a second set of widgets on the same values (two widgets on one
@@ -222,29 +203,12 @@ def side_config(side: str) -> None:
         st.caption(f"Mode **{lab.mode}** · top-K **{lab.top_k}** · threshold "
                    f"**{lab.threshold:.2f}** · fusion {fusion} · dedupe {'on' if lab.dedupe else 'off'}")
         return
-    for k, v in side_defaults(side).items():
-        ss.setdefault(f"ab_{side}_{k}", v)
     st.markdown(f"**Configuration {side}**")
-    c = st.columns(2)
-    with c[0]:
-        state.bound(st.selectbox, "Mode", canon(side, "retrieval_mode"), key=f"ab_{side}_mode_w", options=list(state.RETRIEVAL_MODES))
-        state.bound(st.number_input, "Top-K", canon(side, "top_k"), key=f"ab_{side}_top_k_w", **_range("top_k"))
-        state.bound(st.toggle, "Dedupe", canon(side, "dedupe"), key=f"ab_{side}_dedupe_w")
-    with c[1]:
-        state.bound(st.selectbox, "Fusion", canon(side, "fusion"), key=f"ab_{side}_fusion_w", options=list(catalog.entry("fusion").rule.choices))
-        state.bound(st.number_input, "Threshold (cosine)", canon(side, "threshold"), key=f"ab_{side}_thr_w", **_range("threshold"),
-                    format="%.2f")
-        if ss[canon(side, "fusion")] == "weighted":
-            state.bound(st.number_input, "Dense weight", canon(side, "dense_weight"), key=f"ab_{side}_dw_w",
-                        **_range("dense_weight"))
-        else:
-            state.bound(st.number_input, "RRF k", canon(side, "rrf_k"), key=f"ab_{side}_rrf_w", **_range("rrf_k"))
+    lab_sides.side_controls(side, ls)
 
 
 def side_result(side: str) -> RetrievalResult | None:
-    p = {k: ss[canon(side, k)] for k in SIDE_PARAMS}
-    s = ls.with_(retrieval_mode=p["retrieval_mode"], fusion=p["fusion"], rrf_k=int(p["rrf_k"]), dense_weight=float(p["dense_weight"]),
-                 top_k=int(p["top_k"]), threshold=float(p["threshold"]), dedupe=bool(p["dedupe"]))
+    s = lab_sides.side_settings(side, ls, ss)
     key = query_key(s, question)
     stored = ss.get(f"ab_result_{side}")
     if stored is None or stored[0] != key:

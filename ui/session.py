@@ -28,6 +28,11 @@ LAB_POOL = ("fusion", "rrf_k", "dense_weight", "candidates", "dedupe")
 LAB_TO_BASE = {f"lab_{f}": f for f in (*LAB_POOL, *SIGNALS)}
 
 
+def lab_key(field: str) -> str:
+    """The session key of the lab's value of a settings field (its link, its A/B configuration A)."""
+    return LAB_CUT_KEYS.get(field, f"lab_{field}")
+
+
 @dataclass(frozen=True)
 class NotebookControls:
     collection: str

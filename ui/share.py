@@ -16,11 +16,11 @@ from typing import Any, Callable, Mapping
 import streamlit as st
 
 from ragcore.settings import catalog
+from ui import session
 
-# URL name → (session key, parse). The lab's controls (pages/retrieval_lab.py) keep their values in these keys:
-# the three cuts under the notebook's names, every other setting the link carries (the settings catalog's
-# ``share``) under ``lab_<field>``; ranges and choices are the catalog's, so a link reaches what a control reaches.
-CUT_KEYS = {"retrieval_mode": "lab_cfg_mode", "top_k": "lab_cfg_top_k", "threshold": "lab_cfg_threshold"}
+# URL name → (session key, parse). The lab's controls (pages/retrieval_lab.py) keep their values in
+# ``session.lab_key``'s keys; the link carries the settings catalog's ``share`` settings; ranges and choices
+# are the catalog's, so a link reaches what a control reaches.
 
 
 def _parser(field: str) -> Callable[[str], Any]:
@@ -52,7 +52,7 @@ def _bool(v: str) -> bool:
 
 LAB_PARAMS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "q": ("lab_question", lambda v: v[:2000]),
-    **{name: (CUT_KEYS.get(field, f"lab_{field}"), _parser(field)) for name, field in catalog.share_params().items()},
+    **{name: (session.lab_key(field), _parser(field)) for name, field in catalog.share_params().items()},
 }
 CELL_PARAM = "cell"
 QUESTION_PARAM = "q"

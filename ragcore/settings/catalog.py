@@ -6,7 +6,8 @@ whether the app saves it, a service request may override it, ``ragcore eval`` ma
 lab's link carries it. The lists the clients used to type by hand are read from here: the CLI's
 options (:func:`add_options`), the app's saved settings (:func:`persisted`) and widget ranges
 (:func:`widget_range`), the service's request fields (:func:`request_entries`), eval's
-:func:`sweepable` keys, the lab's link (:func:`share_params`) and docs/13's tables
+:func:`sweepable` keys, the lab's link (:func:`share_params`) and A/B controls (:func:`ab_fields`),
+and docs/13's tables
 (``ragcore.settings.reference``). Adding a setting is one field in ``config.py``.
 """
 
@@ -181,6 +182,12 @@ def config_keys() -> tuple[str, ...]:
 def lab_signals() -> tuple[str, ...]:
     """The lab's retrieval signals (its Signals controls)."""
     return tuple(e.field for e in owned("settings") if e.rule.lab)
+
+
+@cache
+def ab_fields() -> tuple[str, ...]:
+    """The settings the lab's A/B compare lets configuration B set, in the class's order."""
+    return tuple(e.field for e in owned("settings") if e.rule.ab)
 
 
 @cache

@@ -170,27 +170,27 @@ class RagcoreSettings:
 
     # retrieval
     retrieval_mode: RetrievalMode = _choice(
-        "hybrid", RetrievalMode, label="Retrieval mode", flag="--mode", commands=("ask", "eval"), app=True, request="mode", sweep=True, share="mode",
+        "hybrid", RetrievalMode, label="Retrieval mode", flag="--mode", commands=("ask", "eval"), app=True, request="mode", sweep=True, share="mode", ab=True,
         help="Retrieval mode.")
     # capped so a request cannot send any size of integer (the pool holds at most 2 × candidates anyway)
     top_k: int = _setting(
-        6, "int", ge=1, le=1000, label="Top-K", flag="--top-k", commands=("ask", "eval"), app=True, request="top_k", sweep=True, share="k", widget=(1, 50, 1),
+        6, "int", ge=1, le=1000, label="Top-K", flag="--top-k", commands=("ask", "eval"), app=True, request="top_k", sweep=True, share="k", ab=True, widget=(1, 50, 1),
         help="Chunks kept as evidence after all other cuts.")
     # on cosine similarity (question vs chunk), every mode; -1 keeps everything (cosines go down to -1)
     threshold: float = _setting(
-        0.0, "float", ge=0.0, le=1.0, also=(-1.0,), label="Threshold (cosine)", flag="--threshold", commands=("ask", "eval"), app=True, request="threshold", sweep=True, share="thr", widget=(0.0, 1.0, 0.01),
+        0.0, "float", ge=0.0, le=1.0, also=(-1.0,), label="Threshold (cosine)", flag="--threshold", commands=("ask", "eval"), app=True, request="threshold", sweep=True, share="thr", ab=True, widget=(0.0, 1.0, 0.01),
         help="Minimum cosine similarity between question and chunk, in every mode. `-1` keeps every chunk, whatever its "
              "cosine.")
     fusion: Fusion = _choice(
-        "rrf", Fusion, label="Fusion", flag="--fusion", commands=("ask", "eval"), app=True, sweep=True, share="fusion",
+        "rrf", Fusion, label="Fusion", flag="--fusion", commands=("ask", "eval"), app=True, sweep=True, share="fusion", ab=True,
         help="Hybrid fusion.")
     # tuned on django-docs-qa: k=60 let chunks deep in both lists beat either top hit
     rrf_k: int = _setting(
-        10, "int", ge=1, label="RRF k", flag="--rrf-k", commands=("ask", "eval"), app=True, sweep=True, share="rrf_k", widget=(1, 1000, 10),
+        10, "int", ge=1, label="RRF k", flag="--rrf-k", commands=("ask", "eval"), app=True, sweep=True, share="rrf_k", ab=True, widget=(1, 1000, 10),
         help="The k in the RRF score 1/(k + rank).")
     # for fusion="weighted"
     dense_weight: float = _setting(
-        0.6, "float", ge=0.0, le=1.0, label="Dense weight (weighted fusion)", app=True, sweep=True, share="dw", widget=(0.0, 1.0, 0.05),
+        0.6, "float", ge=0.0, le=1.0, label="Dense weight (weighted fusion)", app=True, sweep=True, share="dw", ab=True, widget=(0.0, 1.0, 0.05),
         help="Weight of the dense score in weighted fusion; the sparse score gets 1 minus this.")
     # per branch, before cuts
     candidates: int = _setting(
@@ -198,7 +198,7 @@ class RagcoreSettings:
         help="Candidates per branch before any cut.")
     # best chunk per (path, section) wins
     dedupe: bool = _setting(
-        True, "bool", label="Dedupe (best chunk per section)", app=True, sweep=True, share="dedupe",
+        True, "bool", label="Dedupe (best chunk per section)", app=True, sweep=True, share="dedupe", ab=True,
         help="Keep only the best chunk of each section of each file.")
     # globs on the relative path
     path_filter: str | None = _setting(

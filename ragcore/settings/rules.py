@@ -73,6 +73,7 @@ class Rule:
     sweep: bool = False  # ``ragcore eval --sweep`` may vary it, and reports describe a run by it
     share: str | None = None  # the lab's URL parameter
     lab: bool = False  # one of the lab's retrieval signals (its Signals controls)
+    ab: bool = False  # the lab's A/B compare gives configuration B its own control for it
     widget: tuple[float, float, float] | None = None  # the app's (min, max, step) where the rule's range is open or wide
     shown_default: str | None = None  # docs/13's default, where the value alone would mislead
 

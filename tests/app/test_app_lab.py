@@ -115,10 +115,27 @@ def test_ab_comparison_shows_overlap_added_dropped_moved(app_env):
     a = int(m["Evidence A"])
     assert a == 7
     at.number_input(key="ab_B_top_k_w").set_value(12).run()
-    at.selectbox(key="ab_B_mode_w").set_value("hybrid").run()
+    at.selectbox(key="ab_B_retrieval_mode_w").set_value("hybrid").run()
     ok(at)
     m = _metrics(at)
     assert m["Evidence B"] == "13" and m["Dropped in B"] == "0" and m["Added in B"] == str(13 - a)
+
+
+def test_ab_configuration_b_has_a_control_for_each_setting_the_catalog_marks_ab(app_env):
+    """B's controls are generated from the settings catalog (``ab=True``), not a hand list: one per field,
+    the fusion's own parameter only with that fusion, and each moves B's retrieval."""
+    from ragcore.settings import catalog
+
+    at = _lab()
+    keys = {w.key for kind in (at.number_input, at.selectbox, at.toggle) for w in kind if str(w.key).startswith("ab_B_")}
+    expected = {f"ab_B_{f}_w" for f in catalog.ab_fields() if f != "dense_weight"}  # fusion rrf: its k, no weight
+    assert keys == expected
+    at.selectbox(key="ab_B_fusion_w").set_value("weighted").run()
+    keys = {w.key for kind in (at.number_input, at.selectbox, at.toggle) for w in kind if str(w.key).startswith("ab_B_")}
+    assert "ab_B_dense_weight_w" in keys and "ab_B_rrf_k_w" not in keys
+    at.number_input(key="ab_B_threshold_w").set_value(0.99).run()
+    ok(at)
+    assert _metrics(at)["Evidence B"] == "0"
 
 
 def test_probe_explains_why_a_chunk_was_not_retrieved(app_env):
