@@ -4,6 +4,9 @@ click away ("Show all" / "Show 20 more"), and a link to an older cell draws it a
 from __future__ import annotations
 
 import json
+import threading
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -73,3 +76,34 @@ def test_first_shown():
     assert first_shown(50, 10, keep=3) == 3
     assert first_shown(50, 10, keep=45) == 40
     assert first_shown(50, 0) == 50
+
+
+
+def test_a_run_waits_for_the_previous_runs_save_when_the_save_is_slow(tmp_path):
+    """Issue 42 item 7 ("a new cell is numbered 17, then 18"): the next run waits for the answer still being
+    saved (``rc_inflight``, ui/nbcache.py). At load 15 a save of a long notebook took longer than the old
+    5 s bound, so the run read the notebook without that cell. The slow save is staged (a thread saves the
+    cell after 8 s, as the app's save thread would; a disk that slow cannot be made on demand), and
+    ``load_notebook`` is called outside a script run (Streamlit's session state then is a plain one); the
+    bound it must fit is 60 s."""
+    import streamlit as st
+
+    from ui.nbcache import load_notebook
+    from ui.notebook import Cell, Notebook, NotebookStore
+
+    store = NotebookStore(tmp_path)
+    store.save(Notebook("guide", [Cell(question="first")]))
+    saved = threading.Event()
+
+    def slow_save() -> None:
+        time.sleep(8)
+        store.save(Notebook("guide", [Cell(question="first"), Cell(question="late")]))
+        saved.set()
+
+    st.session_state["rc_inflight"] = saved
+    try:
+        threading.Thread(target=slow_save, daemon=True).start()
+        nb = load_notebook(SimpleNamespace(notebooks=store), "guide")
+    finally:
+        del st.session_state["rc_inflight"]
+    assert [c.question for c in nb.cells] == ["first", "late"]
