@@ -179,7 +179,12 @@ def _wait_ready(page, timeout_s: float = 600) -> None:
     _idle(page)
 
 
-def _ask(page, question: str = QUESTION) -> None:
+def _ask(page, question: str = QUESTION, timeout_s: float = 120.0) -> None:
+    """Type ``question`` into the notebook's box and press Enter. While the question box's fragment redraws,
+    the page briefly holds the old box and the new one; at load 22 that moment outlasted ``_idle`` (a strict
+    locator then saw two), so wait until one box is left."""
+    page.wait_for_function("() => document.querySelectorAll(\"textarea[data-testid='stChatInputTextArea']\").length === 1",
+                           timeout=timeout_s * 1000, polling=100)
     box = page.locator("textarea[data-testid='stChatInputTextArea']")
     box.wait_for()
     box.fill(question)
