@@ -110,6 +110,24 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "unanswerable": sum(not r["answerable"] for r in rows)}
 
 
+def table(allrows: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+    """One row per variant: per set, answers quoting an answering unit; citation precision (chunk /
+    page / reference page, %); answers quoting two pages; unanswerable questions abstained."""
+    sets = list(allrows)
+    head = "| rule | " + " | ".join(sets) + " | sum |"
+    lines = [head, "|" + "---|" * (len(sets) + 2)]
+    for v in VARIANTS:
+        cells, total = [], 0
+        for s in sets:
+            m = summary(allrows[s][v.name])
+            total += m["hit"]
+            pct = "/".join("—" if m[k] is None else f"{100 * m[k]:.0f}" for k in ("cite_chunk", "cite_page", "cite_ref"))
+            cells.append(f"{m['hit']}; {pct}; {m['two_pages']}; {m['abstained_unanswerable']}/{m['unanswerable']}"
+                         + (f"; **{m['over_limit']} over 4**" if m["over_limit"] else ""))
+        lines.append(f"| {v.name} | " + " | ".join(cells) + f" | {total} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -122,8 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     enc = OnnxMiniLM()
     allrows = {s: run_set(s, VARIANTS, enc) for s in args.sets}
     args.out.write_text(json.dumps(allrows), encoding="utf-8")
-    for v in VARIANTS:
-        print(v.name, json.dumps({s: summary(allrows[s][v.name]) for s in args.sets}))
+    print(table(allrows))
     return 0
 
 
