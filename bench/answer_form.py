@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     s = RagcoreSettings.from_env()
     composer = ExtractiveComposer(DictEncoder({}, fallback=OnnxMiniLM()), max_sentences=s.max_answer_sentences,
-                                  max_docs=s.answer_docs)
+                                  max_docs=s.answer_docs, second_page=s.answer_second_page)
     print(f"max_answer_sentences = {s.max_answer_sentences}")
     print("| set | questions | answered | over the cap before → after | most (mean) sentences before → after "
           "| answers with a glued sentence before → after | glued sentences before → after | token F1 before → after |")

@@ -96,7 +96,7 @@ def dump_set(name: str, folder: Path, out: Path, max_unanswerable: int | None = 
     s = RagcoreSettings.from_env().with_(collection=name)
     engine = Engine(s)
     rec_enc = RecordingEncoder(engine.encoder)
-    composer = ExtractiveComposer(rec_enc, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs, reader=None)
+    composer = ExtractiveComposer(rec_enc, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs, second_page=s.answer_second_page, reader=None)
     rows = _lines(folder / "questions.jsonl") + _lines(folder / "unanswerable.jsonl")[:max_unanswerable]
     records = []
     t0 = time.perf_counter()

@@ -167,7 +167,8 @@ class Answerer:
                        packing=result.packing)
 
     def _composer(self, s: RagcoreSettings) -> ExtractiveComposer:
-        return ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
+        return ExtractiveComposer(self.r.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs,
+                                  second_page=s.answer_second_page)
 
     # ------------------------------------------------------------------ validate
 

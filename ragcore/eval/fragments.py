@@ -29,7 +29,7 @@ def count(engine: Any, collection: str, dataset: EvalDataset, settings: RagcoreS
     from ragcore.synthesis.extractive.context import Antecedents
     from ragcore.synthesis.extractive.composer import ExtractiveComposer, source_names
 
-    composer = ExtractiveComposer(engine.encoder, max_sentences=settings.max_answer_sentences, max_docs=settings.answer_docs)
+    composer = ExtractiveComposer(engine.encoder, max_sentences=settings.max_answer_sentences, max_docs=settings.answer_docs, second_page=settings.answer_second_page)
     answers = units = leaning = 0
     orphans: list[tuple[str, str]] = []
     for q in dataset.questions:

@@ -312,6 +312,14 @@ class RagcoreSettings:
              "0.596 and from 0.307 to 0.370, token F1 stayed level (0.188 → 0.189, 0.215 → 0.212), and no answer or "
              "abstention changed (`bench/results/eval-*-s7.md`). The evidence is the same either way; the language-model "
              "generator reads all of it.")
+    # one page beyond answer_docs for units close to the best (composer._second_page_takes); off: on the six
+    # labelled sets 0.9 gained one SQLAlchemy answer and cost Git's citation precision (bench/results/reader.md)
+    answer_second_page: float = _setting(
+        0.0, "float", ge=0.0, le=1.0, sweep=True,
+        help="Let the extractive answer quote one page beyond `answer_docs` too, but only its sentences scoring at least "
+             "this share of the best sentence's score (`0`: off). At `0.9` on the six labelled sets one SQLAlchemy answer "
+             "more quoted the answering sentence, and Git's citations into a page the reference links fell from 40% to "
+             "35% (`bench/results/reader.md`).")
     # abstain in corpus mode when the question names a rare word no chunk contains (answerability.py)
     abstain_unseen_words: bool = _setting(
         True, "bool",

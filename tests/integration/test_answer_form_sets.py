@@ -68,7 +68,7 @@ def html_engine(ingested_engine) -> Engine:
 def _problems(engine: Engine, questions: list[str]) -> tuple[int, list[str]]:
     """How many questions were answered, and what broke the documented form."""
     s = engine.settings
-    composer = ExtractiveComposer(engine.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs)
+    composer = ExtractiveComposer(engine.encoder, max_sentences=s.max_answer_sentences, max_docs=s.answer_docs, second_page=s.answer_second_page)
     answered, bad = 0, []
     for q in questions:
         ans = engine.ask(q)

@@ -137,10 +137,12 @@ class ExtractiveComposer:
     name = "extractive"
 
     def __init__(self, encoder: OnnxMiniLM, *, max_sentences: int = 4, max_docs: int = 1,
-                 reader: ReaderModel | None | str = "shipped") -> None:
+                 reader: ReaderModel | None | str = "shipped", second_page: float = 0.0) -> None:
         self.encoder = encoder
         self.max_sentences = max_sentences
         self.max_docs = max_docs
+        # a page beyond max_docs is quoted too for a unit scoring at least this share of the best (0: never)
+        self.second_page = second_page
         # the learned reader ranks the units and says how sure the answer is; None: the hand-made score alone
         self.reader = load_model() if reader == "shipped" else reader
         self.scored: list[Scored] = []
@@ -258,13 +260,16 @@ class ExtractiveComposer:
         page = {e.n: None if e.origin == "selection" else e.chunk.path for e in evidence}
         chosen: list[Picked] = []
         pages: set[str] = set()
+        extra: set[str] = set()  # pages beyond max_docs, let in by a unit close to the best (second_page)
+        limit = max_docs or self.max_docs
         used = 0  # sentences
         for p in ranked:
             if used >= self.max_sentences:
                 break
             if p.score < _RELATIVE_KEEP * top[p.n in first]:
                 continue
-            if page[p.n] is not None and page[p.n] not in pages and 0 < (max_docs or self.max_docs) <= len(pages):
+            beyond = page[p.n] is not None and (page[p.n] in extra or (page[p.n] not in pages and 0 < limit <= len(pages)))
+            if beyond and not self._second_page_takes(p.score, top[p.n in first], page[p.n] in extra or not extra):
                 continue  # another page: the answer quotes the pages of its best units only
             v = self._vecs[id(p)]
             if any(float(v @ self._vecs[id(c)]) > _DUPLICATE_COS or _overlaps(p, c) for c in chosen):
@@ -276,6 +281,7 @@ class ExtractiveComposer:
             chosen += [*before, p]
             used += cost
             pages |= {page[p.n]} - {None}
+            extra |= {page[p.n]} if beyond else set()
         if chosen:
             return chosen
         for p in ranked:
@@ -283,6 +289,13 @@ class ExtractiveComposer:
             if before is not None and sum(cap.least_sentences(q.unit) for q in [*before, p]) <= self.max_sentences:
                 return [*before, p]
         return [best]
+
+    def _second_page_takes(self, score: float, top: float, room: bool) -> bool:
+        """Whether a unit of a page beyond ``max_docs`` is quoted: one more page at most (``room``: the
+        unit's page is that page, or there is none yet), and only its units within ``second_page`` of
+        the best (SQLAlchemy's answers on a second page scored 0.9-1.0 of the best; the 65% margin
+        would let in the near misses issue 28 kept out for citation precision)."""
+        return bool(self.second_page) and room and score >= self.second_page * top
 
 
 def held_back(scored: list[Picked], evidence: Sequence[Evidence], margin: float | None = None) -> list[Picked]:
