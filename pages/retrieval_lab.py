@@ -13,14 +13,13 @@ import streamlit as st
 
 from ragcore.engine.engine import Engine
 from ragcore.settings import catalog
-from ragcore.types import Candidate, RetrievalResult
+from ragcore.settings.config import RagcoreSettings
+from ragcore.types import RetrievalResult
 from ui import lab_sides, session, share, state
-from ui.abstain_panel import abstain_panel
-from ui.labtable import ORDERS, lab_table_html
 from ui.lab_ab import ab_table_html, compare
-from ui.lab_view import histogram, signals_line
+from ui.lab_evidence import evidence_tab
 from ui.probe_panel import probe_tab
-from ui.render import expansion_line, fmt_score, md_inline, viewer_params
+from ui.render import md_inline
 
 rt = shell.page_init()
 ss = st.session_state
@@ -79,39 +78,34 @@ def signal_controls() -> None:
                     help=e.rule.help)
 
 
-# three rows that fit 1280 px beside the sidebar: the cuts and the two popovers, then the summary and the action
-cuts = st.columns([0.3, 0.3, 0.4], vertical_alignment="bottom")
-with cuts[0]:
-    top_k = state.top_k_control("lab_top_k", canon="lab_cfg_top_k")
-with cuts[1]:
-    threshold = state.threshold_control("lab_threshold", canon="lab_cfg_threshold")
-with cuts[2], st.container(horizontal=True, gap="small"):
-    with st.popover("Fusion, dedupe, pool", icon=":material/tune:"):
-        fusion_controls()
-    with st.popover("Signals", icon=":material/insights:", help="Fielded BM25, documents then passages, query expansion"):
-        signal_controls()
-applied = st.columns([0.6, 0.4], vertical_alignment="center")
-applied[0].caption(f"Signals: {md_inline(session.lab_setup().signals_summary())}")
-applied[1].button("Use these settings in the notebook", key="lab_apply", icon=":material/input:", on_click=_use_in_notebook,
-                  disabled=not session.lab_differs_from_notebook(state.base_settings()), width="stretch",
-                  help="Copy the lab's retrieval mode, top-K, threshold, fusion, pool, dedupe and signals into the notebook "
-                       "(this session). Until then the lab never changes the notebook's answers.")
-
-if msg := ss.pop("lab_applied", None):
-    st.toast(msg, icon=":material/input:")
-lab = session.lab_setup()  # one reading of the lab's values for this whole run: the URL, the table and the histogram
-ls = lab.settings(state.settings())
-share.write(share.lab_params(ss, state.base_settings()))  # the URL reproduces this setup (ui/share.py)
-FIELDS_ON = ls.field_weight > 0
-DOCS_ON = ls.doc_decay > 0 or ls.per_doc > 0 or ls.named_weight > 0 or ls.doc_title_weight > 0 or ls.doc_centroid_weight > 0
+def cut_controls() -> None:
+    """Three rows that fit 1280 px beside the sidebar: the cuts and the two popovers, then the summary and the action."""
+    cuts = st.columns([0.3, 0.3, 0.4], vertical_alignment="bottom")
+    with cuts[0]:
+        state.top_k_control("lab_top_k", canon="lab_cfg_top_k")
+    with cuts[1]:
+        state.threshold_control("lab_threshold", canon="lab_cfg_threshold")
+    with cuts[2], st.container(horizontal=True, gap="small"):
+        with st.popover("Fusion, dedupe, pool", icon=":material/tune:"):
+            fusion_controls()
+        with st.popover("Signals", icon=":material/insights:", help="Fielded BM25, documents then passages, query expansion"):
+            signal_controls()
+    applied = st.columns([0.6, 0.4], vertical_alignment="center")
+    applied[0].caption(f"Signals: {md_inline(session.lab_setup().signals_summary())}")
+    applied[1].button("Use these settings in the notebook", key="lab_apply", icon=":material/input:", on_click=_use_in_notebook,
+                      disabled=not session.lab_differs_from_notebook(state.base_settings()), width="stretch",
+                      help="Copy the lab's retrieval mode, top-K, threshold, fusion, pool, dedupe and signals into the notebook "
+                           "(this session). Until then the lab never changes the notebook's answers.")
+    if msg := ss.pop("lab_applied", None):
+        st.toast(msg, icon=":material/input:")
 
 
-def query_key(s, q: str) -> tuple:
+def query_key(s: RagcoreSettings, q: str) -> tuple:
     return (collection, info.corpus_version, q.strip(), s.retrieval_mode, s.fusion, s.rrf_k, s.dense_weight, s.candidates,
             s.path_filter, *(getattr(s, f) for f in SIGNALS))
 
 
-def retrieve(s, q: str) -> RetrievalResult | None:
+def retrieve(s: RagcoreSettings, q: str) -> RetrievalResult | None:
     try:
         res = rt.engine.retrieve(q, settings=s, collection=collection)
     except Exception as exc:  # noqa: BLE001
@@ -121,93 +115,41 @@ def retrieve(s, q: str) -> RetrievalResult | None:
     return res
 
 
-result: RetrievalResult | None = None
-if question.strip():
-    key = query_key(ls, question)
+def lab_result(ls: RagcoreSettings, q: str) -> RetrievalResult | None:
+    """The lab's candidates for ``q``: queried when the question or a pool setting changed; moving top-K,
+    the threshold or dedupe re-applies the cuts (with the rest of the settings' cuts) to the stored pool."""
+    key = query_key(ls, q)
     stored = ss.get("lab_result")
     if stored is None or stored[0] != key:
-        fresh = retrieve(ls, question)
+        fresh = retrieve(ls, q)
         if fresh is not None:
             ss["lab_result"] = (key, fresh)
             stored = ss["lab_result"]
-    if stored is not None and stored[0] == key:
-        # moving top-K / threshold / dedupe re-applies the cuts (with the rest of the settings' cuts) to the stored pool: no new query
-        result = Engine.recut_as(stored[1], ls)
-        ss["lab_view"] = result
-else:
-    st.info("Type a question: the lab runs retrieval only (no answer) and shows every candidate with its scores.",
-            icon=":material/lightbulb:")
+    if stored is None or stored[0] != key:
+        return None
+    result = Engine.recut_as(stored[1], ls)
+    ss["lab_view"] = result
+    return result
 
-
-tab_ev, tab_ab, tab_probe = st.tabs(["Evidence", "A/B comparison", "Why not retrieved?"])
-
-# ---------------------------------------------------------------- evidence table + histogram
-with tab_ev:
-    if result is not None:
-        cut = {r: sum(1 for c in result.candidates if c.dropped_reason == r) for r in ("threshold", "dedupe", "top_k")}
-        lat = sum(v for k, v in result.latency_ms.items())
-        m = st.columns(6)
-        m[0].metric("Candidates", len(result.candidates))
-        m[1].metric("Kept", len(result.kept))
-        m[2].metric("Cut: threshold", cut["threshold"])
-        m[3].metric("Cut: dedupe", cut["dedupe"])
-        m[4].metric("Cut: top-K", cut["top_k"])
-        m[5].metric("Retrieval", f"{lat:.0f} ms", help=", ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items()))
-        st.caption(
-            f"Ranked by **{result.rank_score_kind}** ({result.retrieval_mode} mode). The threshold applies to the cosine score in every mode. "
-            f"Moving top-K, the threshold or dedupe re-filters these {len(result.candidates)} candidates without querying again."
-        )
-        if result.expansion_terms:
-            st.caption(expansion_line(result.expansion_terms), help="Pseudo-relevance feedback: words of the first pass's "
-                       f"{ls.prf_docs} best chunks, added to the BM25 query with these weights")
-        elif ls.prf_terms > 0:
-            st.caption("Expansion is on, but added no terms" + (" (dense mode has no BM25 query)." if ls.retrieval_mode == "dense" else "."))
-        abstain_panel(rt.engine, question, ls, collection)
-        if result.candidates:
-            st.altair_chart(histogram(result, ls.threshold), width="stretch")
-            by_rank = {c.rank: c for c in result.candidates}
-            left, right = st.columns([2, 3], vertical_alignment="bottom")
-            order = left.segmented_control(
-                "Order", list(ORDERS), default="rank", key="lab_order",
-                help="Sort the rows by rank (the retrieval mode's order) or by one score, highest first",
-            ) or "rank"
-            pick = right.selectbox(
-                "Read a chunk in full", list(by_rank), index=None, key="lab_pick",
-                placeholder="Pick a rank: its full text, every score and a link to its lines",
-                format_func=lambda r: f"#{r} · {'kept' if by_rank[r].kept else 'cut'} · {by_rank[r].chunk.locator.split('#')[0]}",
-            )
-            st.html(lab_table_html(result, fusion=ls.fusion, order=order, fields_on=FIELDS_ON, docs_on=DOCS_ON))
-            if pick in by_rank:
-                c: Candidate = by_rank[pick]
-                with st.container(border=True):
-                    st.markdown(f"**Rank {c.rank}** · {md_inline(c.chunk.locator)}" + (f" · {md_inline(c.chunk.section_label)}" if c.chunk.section else ""))
-                    st.caption(f"cosine {fmt_score(c.dense_score)} (dense rank {c.dense_rank or '–'}) · "
-                               f"BM25 {fmt_score(c.sparse_score, 2)} (sparse rank {c.sparse_rank or '–'}) · "
-                               f"fused {fmt_score(c.fused_score, 4)} (fused rank {c.fused_rank or '–'})"
-                               + (f" · cut by {c.dropped_reason}" if c.dropped_reason else ""))
-                    if FIELDS_ON or DOCS_ON:
-                        st.caption(md_inline(signals_line(c, fields_on=FIELDS_ON, docs_on=DOCS_ON)))
-                    st.code(c.chunk.text, language=None, wrap_lines=True)
-                    st.page_link("pages/library.py", label="Open these lines in the source viewer", icon=":material/open_in_new:",
-                                 query_params=viewer_params(c.chunk.path, c.chunk.start_line, c.chunk.end_line, c.chunk.page, collection))
-        else:
-            st.warning("No candidates: nothing in the collection matches this question in this mode.")
 
 # ---------------------------------------------------------------- A/B
-def side_config(side: str) -> None:
-    if side == "A":
-        # A is the lab's own setup, shown, not a second set of widgets on the same values (two widgets on one
-        # value disagree when a fast run is cut short); the lab's controls above change it
-        st.markdown("**Configuration A** — the lab's settings above")
-        fusion = f"{lab.fusion} " + (f"(k={lab.rrf_k})" if lab.fusion == "rrf" else f"(dense weight {lab.dense_weight:.2f})")
-        st.caption(f"Mode **{lab.mode}** · top-K **{lab.top_k}** · threshold "
-                   f"**{lab.threshold:.2f}** · fusion {fusion} · dedupe {'on' if lab.dedupe else 'off'}")
-        return
+
+
+def config_a(lab: session.LabSetup) -> None:
+    # A is the lab's own setup, shown, not a second set of widgets on the same values (two widgets on one
+    # value disagree when a fast run is cut short); the lab's controls above change it
+    st.markdown("**Configuration A** — the lab's settings above")
+    fusion = f"{lab.fusion} " + (f"(k={lab.rrf_k})" if lab.fusion == "rrf" else f"(dense weight {lab.dense_weight:.2f})")
+    st.caption(f"Mode **{lab.mode}** · top-K **{lab.top_k}** · threshold "
+               f"**{lab.threshold:.2f}** · fusion {fusion} · dedupe {'on' if lab.dedupe else 'off'}")
+
+
+def config_b(ls: RagcoreSettings, side: str = "B") -> None:
     st.markdown(f"**Configuration {side}**")
     lab_sides.side_controls(side, ls)
 
 
-def side_result(side: str) -> RetrievalResult | None:
+def side_result(side: str, ls: RagcoreSettings, question: str) -> RetrievalResult | None:
     s = lab_sides.side_settings(side, ls, ss)
     key = query_key(s, question)
     stored = ss.get(f"ab_result_{side}")
@@ -220,28 +162,59 @@ def side_result(side: str) -> RetrievalResult | None:
     return Engine.recut_as(stored[1], s)
 
 
-with tab_ab:
+def ab_tab(lab: session.LabSetup, ls: RagcoreSettings, question: str) -> None:
     cfg = st.columns(2, gap="large")
     with cfg[0], st.container(border=True):
-        side_config("A")
+        config_a(lab)
     with cfg[1], st.container(border=True):
-        side_config("B")
+        config_b(ls)
     if not question.strip():
         st.caption("Type a question above to compare the two configurations.")
-    else:
-        ra, rb = side_result("A"), side_result("B")
-        if ra is not None and rb is not None:
-            cmp = compare(ra, rb)
-            m = st.columns(5)
-            m[0].metric("Evidence A", cmp.evidence_a)
-            m[1].metric("Evidence B", cmp.evidence_b)
-            m[2].metric("Overlap", f"{cmp.overlap}", help=f"Jaccard {cmp.jaccard:.2f}" if cmp.jaccard is not None else None)
-            m[3].metric("Added in B", cmp.added)
-            m[4].metric("Dropped in B", cmp.dropped)
-            st.caption(f"A ranks by **{cmp.kind_a}**, B by **{cmp.kind_b}**; {cmp.moved} shared chunk(s) moved.")
-            if cmp.rows:
-                st.html(ab_table_html(cmp))
+        return
+    ra, rb = side_result("A", ls, question), side_result("B", ls, question)
+    if ra is None or rb is None:
+        return
+    cmp = compare(ra, rb)
+    m = st.columns(5)
+    m[0].metric("Evidence A", cmp.evidence_a)
+    m[1].metric("Evidence B", cmp.evidence_b)
+    m[2].metric("Overlap", f"{cmp.overlap}", help=f"Jaccard {cmp.jaccard:.2f}" if cmp.jaccard is not None else None)
+    m[3].metric("Added in B", cmp.added)
+    m[4].metric("Dropped in B", cmp.dropped)
+    st.caption(f"A ranks by **{cmp.kind_a}**, B by **{cmp.kind_b}**; {cmp.moved} shared chunk(s) moved.")
+    if cmp.rows:
+        st.html(ab_table_html(cmp))
 
-# ---------------------------------------------------------------- why not retrieved?
-with tab_probe:
-    probe_tab(rt, question, ls, collection)
+
+# ---------------------------------------------------------------- everything the cuts change, one fragment
+@st.fragment
+def lab_body(question: str) -> None:
+    """The cuts, the URL, the evidence, A/B and the probe, drawn from one reading of the lab's values.
+
+    A fragment, so that moving a control here reruns only this, in the session's one script thread: Streamlit's
+    fast reruns (``runner.fastReruns``) stop a running full-page run and start the next in a new thread at once,
+    and the stopped thread applies its (older) widget values to the shared session before it notices the stop.
+    Under a burst of key presses on the threshold slider the older values then overwrote the newest, and the
+    slider stayed where the keys left it while the URL and the histogram line showed an earlier value (issue 42).
+    A fragment's rerun is queued to the running thread instead, in order (streamlit/runtime/app_session.py)."""
+    cut_controls()
+    lab = session.lab_setup()  # one reading of the lab's values for this whole run: the URL, the table and the histogram
+    ls = lab.settings(state.settings())
+    share.write(share.lab_params(ss, state.base_settings()))  # the URL reproduces this setup (ui/share.py)
+    result = None
+    if question.strip():
+        result = lab_result(ls, question)
+    else:
+        st.info("Type a question: the lab runs retrieval only (no answer) and shows every candidate with its scores.",
+                icon=":material/lightbulb:")
+    tab_ev, tab_ab, tab_probe = st.tabs(["Evidence", "A/B comparison", "Why not retrieved?"])
+    with tab_ev:
+        if result is not None:
+            evidence_tab(result, ls, question, rt.engine, collection)
+    with tab_ab:
+        ab_tab(lab, ls, question)
+    with tab_probe:
+        probe_tab(rt, question, ls, collection)
+
+
+lab_body(question)

@@ -146,7 +146,7 @@ def _slider_to(page, value: str, tries: int = 60) -> None:
             return
         _threshold_slider(page).focus()
         page.keyboard.press("ArrowRight" if float(now) < float(value) else "ArrowLeft")
-    raise AssertionError(f"the threshold slider did not reach {value}")
+    raise AssertionError(f"the threshold slider did not reach {value}: it reads {now}, the URL is {page.url}")
 
 
 def _url_threshold_is(page, value: str, timeout_s: float = 60.0) -> None:
