@@ -37,8 +37,8 @@ def _no_home_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 # fill the gaps and both workers end together. A file missing from this list only runs later.
 SLOWEST_FIRST = (
     "tests/integration/test_llama_endpoint_load.py",
-    "tests/browser/test_browser.py",
     "tests/integration/test_rerank_restart.py",
+    "tests/browser/test_browser.py",
     "tests/integration/test_verbatim.py",
     "tests/integration/test_answer_form_sets.py",
     "tests/integration/test_models_llama_server.py",
