@@ -30,7 +30,7 @@ def _no_home_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 
 
 # The files that take longest (a real llama.cpp server, a real app and Chromium, whole corpora asked), longest
-# first, as measured in a full run (junit XML, each file's testcases summed; 16:07 UTC 28 Nov at f442bea).
+# first (roughly), as measured in a full run (junit XML, each file's testcases summed; 16:07 UTC 28 Nov at f442bea).
 # pytest-xdist's --dist loadfile hands each worker one file at a time in collection order (pyproject.toml
 # turns off its reordering by number of tests, which ran the two-test llama.cpp file last: one worker then
 # spent minutes alone on it while the other had finished). Longest first, the many short files after them
