@@ -29,6 +29,42 @@ def _no_home_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.delenv(var, raising=False)
 
 
+# The files that take longest (a real llama.cpp server, a real app and Chromium, whole corpora asked), longest
+# first (roughly), as measured in a full run (junit XML, each file's testcases summed; 16:07 UTC 28 Nov at f442bea).
+# pytest-xdist's --dist loadfile hands each worker one file at a time in collection order (pyproject.toml
+# turns off its reordering by number of tests, which ran the two-test llama.cpp file last: one worker then
+# spent minutes alone on it while the other had finished). Longest first, the many short files after them
+# fill the gaps and both workers end together. A file missing from this list only runs later.
+SLOWEST_FIRST = (
+    "tests/integration/test_llama_endpoint_load.py",
+    "tests/integration/test_rerank_restart.py",
+    "tests/integration/test_verbatim.py",
+    "tests/integration/test_answer_form_sets.py",
+    # third on its worker, not first: its time bounds scale with the 1-minute load average, which lags the
+    # llama.cpp file's busy loops by a minute
+    "tests/browser/test_browser.py",
+    "tests/integration/test_models_llama_server.py",
+    "tests/browser/test_notebook_layout.py",
+    "tests/integration/test_readme.py",
+    "tests/integration/service/test_jobs.py",
+    "tests/integration/test_hostile_crash.py",
+    "tests/integration/test_hostile_store.py",
+    "tests/unit/storage/test_snapshot.py",
+    "tests/unit/ingest/test_ingest_pipeline.py",
+    "tests/integration/test_previous_release.py",
+    "tests/unit/eval/test_eval_runner.py",
+    "tests/integration/test_django_citations.py",
+    "tests/integration/test_real_llm_server.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of ``SLOWEST_FIRST`` first, in its order; the others keep theirs (a stable sort:
+    a file's tests stay together and in order, so its module fixtures are still built once)."""
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 ENCODER = OnnxMiniLM()  # the test process's one real encoder (it loads on first use): the ``encoder`` fixture
 
 
@@ -87,6 +123,13 @@ def _run_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     _run_tmp[:] = [base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base]
 
 
+def run_folder() -> Path:
+    """This run's temp folder, shared by its pytest-xdist workers: where a file that every worker may
+    need (the demo collection, the llama.cpp model) is built once, under a ``filelock``."""
+    assert _run_tmp, "run_folder() is for tests: the _run_temp_folder fixture says where it is"
+    return _run_tmp[0]
+
+
 def guide_folder() -> Path:
     """A data folder whose collection "guide" is the bundled demo corpus (demo/), ingested and its
     abstain bar calibrated as the app's first start does. Built once per run (about ten seconds of
@@ -98,8 +141,7 @@ def guide_folder() -> Path:
 
     with _guide_lock:
         if not _guide:
-            assert _run_tmp, "guide_folder() is for tests: the _run_temp_folder fixture says where it is built"
-            home = _run_tmp[0] / "guide-built"
+            home = run_folder() / "guide-built"
             with FileLock(f"{home}.lock"):
                 if not (home / "built").exists():
                     shutil.rmtree(home, ignore_errors=True)

