@@ -28,10 +28,19 @@ _HEADINGS_RE = re.compile(r"^embedding (?P<n>\d+) section headings$")
 # a heading costs ~0.035 of a chunk to embed (291 Git-doc headings 2.35 s against their 291 chunks 64.1 s,
 # the same model and batch, measured twice); until the phase starts its count is guessed at the 0.5 headings a
 # chunk seen on the Django and Git sets (0.73 and 0.46); the abstain bar's calibration costs about as much as
-# embedding CALIBRATION_CHUNKS chunks.
+# embedding CALIBRATION_CHUNKS chunks plus CALIBRATION_PER_CHUNK of a chunk-time per chunk of the collection (its
+# questions are searched in it): 66 chunk-times on 1,365 Django chunks (bench/results/ingest.md), 211 on the 525
+# pages' 7,278 (76 s at 0.36 s a chunk, bench/results/browser-ingest.md), where a flat 40 said "about 1 s left"
+# for the calibration's last 68 s.
 HEADING_COST = 0.035
 HEADINGS_PER_CHUNK = 0.5
 CALIBRATION_CHUNKS = 40
+CALIBRATION_PER_CHUNK = 0.024
+
+
+def calibration_cost(chunks: int) -> float:
+    """The calibration's time, in chunk-times, on a collection of ``chunks`` chunks."""
+    return CALIBRATION_CHUNKS + CALIBRATION_PER_CHUNK * chunks
 
 
 @dataclass
@@ -149,10 +158,10 @@ class IngestJob:
         per_chunk = self.seconds_per_chunk
         expected = self.chunks_expected or self.chunks_written
         if self.phase_started is None:
-            after = expected * HEADINGS_PER_CHUNK * HEADING_COST + CALIBRATION_CHUNKS
+            after = expected * HEADINGS_PER_CHUNK * HEADING_COST + calibration_cost(expected)
             return max(expected - self.chunks_written, 0) * per_chunk + after * per_chunk
         in_phase = self.clock() - self.phase_started
-        left = CALIBRATION_CHUNKS * per_chunk
+        left = calibration_cost(expected) * per_chunk
         if self.phase.startswith("embedding"):
             left += (self.headings or 0) * HEADING_COST * per_chunk
         return max(left - in_phase, 1.0)  # the phase is under way: never "0 s left" before the end
