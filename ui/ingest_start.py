@@ -8,7 +8,7 @@ from pathlib import Path
 from ragcore.settings.config import RagcoreSettings
 from ragcore.types import IngestReport
 
-from .jobs import IngestJob
+from .jobs import STARTING, IngestJob
 from .runtime import Runtime
 from .session_settings import settings
 
@@ -29,7 +29,7 @@ def start_folder_ingest(
         except OSError:
             sizes[f.rel] = 0
     job = IngestJob(collection=collection, label=label or f"Ingest of {folder}", root=str(root), sizes=sizes,
-                    current="starting the ingest process")
+                    current=STARTING)
 
     def work(job: IngestJob) -> IngestReport:
         return ingest_in_process(rt.engine, [folder], collection, settings=s, rebuild=rebuild, progress=job.progress,

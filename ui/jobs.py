@@ -32,6 +32,7 @@ _HEADINGS_RE = re.compile(r"^embedding (?P<n>\d+) section headings$")
 # questions are searched in it): 66 chunk-times on 1,365 Django chunks (bench/results/ingest.md), 211 on the 525
 # pages' 7,278 (76 s at 0.36 s a chunk, bench/results/browser-ingest.md), where a flat 40 said "about 1 s left"
 # for the calibration's last 68 s.
+STARTING = "starting the ingest process"  # the step a job starts at, until its process reports
 HEADING_COST = 0.035
 HEADINGS_PER_CHUNK = 0.5
 CALIBRATION_CHUNKS = 40
@@ -103,7 +104,7 @@ class IngestJob:
     def worker_started(self, pid: int, nice: int) -> None:
         """The ingest process's first message: it runs, the model loads next."""
         self.worker = (pid, nice)
-        if not self.current:
+        if self.current in ("", STARTING):
             self.current = "loading the embedding model"
 
     def chunk_progress(self, written: int, queued: int) -> None:

@@ -169,12 +169,13 @@ class Store:
     # ------------------------------------------------------------------ schema
 
     def first_write_elsewhere(self, name: str) -> bool:
-        """Whether another process is writing ``name`` before any snapshot of it was published (a new
-        collection's first ingest, in the app's ingest process or a CLI). Its readers then see the empty
-        collection it was before that write, as a published snapshot would show it, instead of waiting for
-        the writer's lock, which the writer holds for the whole ingest (the Library page waited 120 s and
-        failed on its Collections tab)."""
-        if self._publisher is None or self._conn.opened or self.snapshots.has_manifest(name):
+        """Whether another process is writing ``name``, a collection created and never published since (a
+        new collection's first ingest, in the app's ingest process or a CLI; one whose snapshot is merely
+        missing is read from Qdrant, waiting for the writer). Its readers then see the empty collection it
+        was before that write, as a published snapshot would show it, instead of waiting for the writer's
+        lock, which the writer holds for the whole ingest (the Library page waited 120 s and failed on its
+        Collections tab)."""
+        if self._publisher is None or self._conn.opened or not self.snapshots.being_created(name):
             return False
         return locking.folder_locked(self.path)
 

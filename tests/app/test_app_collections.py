@@ -83,7 +83,7 @@ def test_cancel_keeps_what_was_written_and_the_app_stays_usable(app_env, tmp_pat
         # every chunk sat in one batch, written only at the end, and a Cancel before it left nothing to record)
         (folder / f"n{i:02d}.md").write_text(f"# Note {i}\n\n" + f"Sentence {i} about cancelling ingests. " * 150)
     rt = shared_runtime()
-    gate = threading.Event()
+    gate, held = threading.Event(), threading.Event()
     at = started(LIB)
     at.text_input(key="ing_folder").set_value(str(folder)).run()
     name = f"cancel-{uuid.uuid4().hex[:6]}"
@@ -93,6 +93,7 @@ def test_cancel_keeps_what_was_written_and_the_app_stays_usable(app_env, tmp_pat
     def slow_ingest(engine, paths, collection, *, progress=None, **kw):  # holds the ingest until the test cancels
         def gated(done, total, path):
             if done >= 5 and not gate.is_set():
+                held.set()
                 gate.wait(600)  # set by the test once Cancel was pressed; long: a loaded machine runs the pages slowly
             progress(done, total, path)
         return real(engine, paths, collection, progress=gated, **kw)
@@ -109,6 +110,9 @@ def test_cancel_keeps_what_was_written_and_the_app_stays_usable(app_env, tmp_pat
         ok(at)
         assert any("Ingesting into" in p.proto.text for p in at.sidebar.get("progress"))
         at.switch_page(LIB).run()
+        # Cancel once 5 files are written (the ingest process starts and loads its model first: a Cancel before
+        # its first batch leaves nothing, and the new collection is removed)
+        assert held.wait(600), "the ingest never reached its 5th file"
         at.button(key=f"ing_cancel_{job.id}").click().run()
         gate.set()
         wait_for_job(at)

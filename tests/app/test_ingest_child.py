@@ -38,6 +38,18 @@ def _folder(tmp_path):
     return folder
 
 
+def _no_lock_waits(m) -> list[str]:
+    """Every wait for the store's lock from now on fails at once, recorded with where it came from."""
+    waits: list[str] = []
+
+    def no_wait(path, until):
+        waits.append("".join(traceback.format_stack(limit=14)))
+        raise StoreError("the test's child holds the store")
+
+    m.setattr(locking, "wait_for_folder_lock", no_wait)
+    return waits
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -77,32 +89,27 @@ def test_the_app_reads_and_answers_while_its_child_process_ingests_and_stop_ends
         assert locking.folder_locked(store.path) and not store.opened  # the child holds the store, not the app
         assert job.chunks_written > 0 and not store.snapshots.has_manifest(name)
         # no read may need the lock: one that tries is recorded (where it came from) and fails at once
-        waits: list[str] = []
+        with monkeypatch.context() as m:  # until the Stop, whose record of the cancel is a write
+            waits = _no_lock_waits(m)
+            opens = store._conn.opens
 
-        def no_wait(path, until):
-            waits.append("".join(traceback.format_stack(limit=14)))
-            raise StoreError("the test's child holds the store")
+            # the Library: its Collections tab (every collection's bar, model and state), the new collection's documents
+            rt.invalidate_collections()
+            at.run()
+            assert not waits, waits[0]
+            ok(at)
+            rows = html_table(at, "rc-cols").set_index("collection")
+            assert {"guide", name} <= set(rows.index) and rows.loc[name, "documents"] == 0
+            assert rows.loc["guide", "documents"] > 0
+            lib = started(LIB, cfg_collection=name)
+            ok(lib)
 
-        monkeypatch.setattr(locking, "wait_for_folder_lock", no_wait)
-        opens = store._conn.opens
-
-        # the Library: its Collections tab (every collection's bar, model and state) and the new collection's documents
-        rt.invalidate_collections()
-        at.run()
-        assert not waits, waits[0]
-        ok(at)
-        rows = html_table(at, "rc-cols").set_index("collection")
-        assert {"guide", name} <= set(rows.index) and rows.loc[name, "documents"] == 0
-        assert rows.loc["guide", "documents"] > 0
-        lib = started(LIB, cfg_collection=name)
-        ok(lib)
-
-        # a question on another collection is answered
-        nb = started(cfg_collection="guide")
-        ask(nb)
-        assert any("threshold applies" in m.value for m in nb.markdown)
-        assert not waits, waits[0]
-        assert store._conn.opens == opens and locking.folder_locked(store.path), "the app opened Qdrant"
+            # a question on another collection is answered
+            nb = started(cfg_collection="guide")
+            ask(nb)
+            assert any("threshold applies" in m.value for m in nb.markdown)
+            assert not waits, waits[0]
+            assert store._conn.opens == opens and locking.folder_locked(store.path), "the app opened Qdrant"
 
         # Stop: the child ends, what it wrote is kept
         at.button(key=f"ing_cancel_{job.id}").click().run()

@@ -383,7 +383,7 @@ FIRST_WRITER = """
 import sys, time
 from ragcore.settings.config import RagcoreSettings
 from ragcore.storage.store import Store
-st = Store(RagcoreSettings(data_dir=sys.argv[1], snapshots=False))
+st = Store(RagcoreSettings(data_dir=sys.argv[1]))
 with st.session():  # a new collection's first write under way: points written, no snapshot of it published
     st.ensure_collection("fresh")
     st.copy_points("g", "fresh")
@@ -409,6 +409,8 @@ def test_a_collection_another_process_is_creating_reads_as_empty_without_the_loc
         reader = make_engine(data_dir=data)
         st = reader.store
         assert st.first_write_elsewhere("fresh") and not st.first_write_elsewhere("g")
+        asked = reader.ask("How is bread made?", collection="fresh")
+        assert asked.status == "error" and "being ingested by another process" in asked.error_message
         listed = {c.name: c for c in reader.collections(wait_s=None)}  # the reader's full wait: none is needed
         assert listed["fresh"].documents == 0 and listed["fresh"].chunks == 0 and listed["fresh"].incomplete
         assert listed["fresh"].problem is None and listed["g"].documents > 0
