@@ -167,7 +167,9 @@ def _block(page, label: str, questions: list[str], pause_s: float, rows: list[di
         print(f"  {label}: {q!r} finished {r['finished_ms']:.0f} ms", flush=True)
 
 
-def _run(app: App, corpus: Path, questions: list[str], pause_s: float, max_rounds: int, cancel: bool) -> dict[str, Any]:
+def _run(app: App, corpus: Path, questions: list[str], pause_s: float, max_rounds: int, cancel: bool,
+         checkpoint: Any = None) -> dict[str, Any]:
+    """``checkpoint(run so far)`` after each round during the ingest: a run cut short keeps what it measured."""
     from playwright.sync_api import sync_playwright
 
     rows: list[dict[str, Any]] = []
@@ -194,6 +196,8 @@ def _run(app: App, corpus: Path, questions: list[str], pause_s: float, max_round
             while not page.evaluate(ended) and rounds < max_rounds:
                 _block(page, "ingest", questions, pause_s, rows)
                 rounds += 1
+                if checkpoint is not None:
+                    checkpoint({"rows": rows, "started_ms": started, "status": page.evaluate("() => window.__rcIngest")})
             if cancel and not page.evaluate(ended):
                 try:
                     _cancel_ingest(browser, app.url, 300)
@@ -232,7 +236,9 @@ def bench_browser_ingest(app_dir: Path, label: str, corpus: Path, n_questions: i
         app = App(app_dir.resolve(), data_dir, tmp / "streamlit.log")
         load_before = os.getloadavg()
         try:
-            run = _run(app, corpus, list(QUESTIONS[:n_questions]), pause_s, max_rounds, cancel)
+            partial = Path(tempfile.gettempdir()) / f"browser-ingest-{label}.partial.json"
+            run = _run(app, corpus, list(QUESTIONS[:n_questions]), pause_s, max_rounds, cancel,
+                       lambda r: partial.write_text(json.dumps(r)))
         finally:
             app.stop()
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 from ragcore.settings.config import RagcoreSettings
 from ragcore.types import IngestReport
 
-from .jobs import IngestJob
+from .jobs import STARTING, IngestJob
 from .runtime import Runtime
 from .session_settings import settings
 
@@ -16,7 +16,9 @@ from .session_settings import settings
 def start_folder_ingest(
     rt: Runtime, folder: Path, collection: str, s: RagcoreSettings, *, rebuild: bool = False, label: str | None = None,
 ) -> IngestJob:
-    """Ingest a folder into ``collection`` in the background (see ui/jobs.py)."""
+    """Ingest a folder into ``collection`` in the background (see ui/jobs.py), in a child process below the
+    app's priority: the app's answers keep their speed meanwhile (bench/results/browser-ingest.md)."""
+    from ragcore.engine.ingest_process import ingest_in_process
     from ragcore.ingest.run import discover
 
     root, files = discover([folder])
@@ -26,12 +28,12 @@ def start_folder_ingest(
             sizes[f.rel] = f.path.stat().st_size if f.path is not None else 0
         except OSError:
             sizes[f.rel] = 0
-    job = IngestJob(collection=collection, label=label or f"Ingest of {folder}", root=str(root), sizes=sizes)
+    job = IngestJob(collection=collection, label=label or f"Ingest of {folder}", root=str(root), sizes=sizes,
+                    current=STARTING)
 
     def work(job: IngestJob) -> IngestReport:
-        if rebuild and rt.engine.store.exists(collection):
-            rt.engine.drop(collection)
-        return rt.engine.ingest([folder], collection, progress=job.progress, chunk_progress=job.chunk_progress, settings=s)
+        return ingest_in_process(rt.engine, [folder], collection, settings=s, rebuild=rebuild, progress=job.progress,
+                                 chunk_progress=job.chunk_progress, started=job.worker_started, cancel=job.cancel_event)
 
     return rt.start_ingest(job, work)
 

@@ -1,7 +1,8 @@
 """A background ingest: its progress (files, chunks, rate, ETA) and its Cancel (pure Python).
 
 The ingest runs in a thread of the app's process (one at a time), so a page rerun, another
-page or another browser session never aborts it. ``Engine.ingest(progress=job.progress)``
+page or another browser session never aborts it; a folder ingest's thread only relays the progress of a
+child process at a lower priority, which does the work (ragcore/engine/ingest_process.py). ``Engine.ingest(progress=job.progress)``
 calls the callback between files and after every written batch of a long file; once Cancel
 was pressed the callback raises :class:`ragcore.engine.collections_admin.Cancelled`, which stops the
 ingest after its last completed batch (what was written stays consistent; a re-run completes it).
@@ -27,10 +28,20 @@ _HEADINGS_RE = re.compile(r"^embedding (?P<n>\d+) section headings$")
 # a heading costs ~0.035 of a chunk to embed (291 Git-doc headings 2.35 s against their 291 chunks 64.1 s,
 # the same model and batch, measured twice); until the phase starts its count is guessed at the 0.5 headings a
 # chunk seen on the Django and Git sets (0.73 and 0.46); the abstain bar's calibration costs about as much as
-# embedding CALIBRATION_CHUNKS chunks.
+# embedding CALIBRATION_CHUNKS chunks plus CALIBRATION_PER_CHUNK of a chunk-time per chunk of the collection (its
+# questions are searched in it): 66 chunk-times on 1,365 Django chunks (bench/results/ingest.md), 211 on the 525
+# pages' 7,278 (76 s at 0.36 s a chunk, bench/results/browser-ingest.md), where a flat 40 said "about 1 s left"
+# for the calibration's last 68 s.
+STARTING = "starting the ingest process"  # the step a job starts at, until its process reports
 HEADING_COST = 0.035
 HEADINGS_PER_CHUNK = 0.5
 CALIBRATION_CHUNKS = 40
+CALIBRATION_PER_CHUNK = 0.024
+
+
+def calibration_cost(chunks: int) -> float:
+    """The calibration's time, in chunk-times, on a collection of ``chunks`` chunks."""
+    return CALIBRATION_CHUNKS + CALIBRATION_PER_CHUNK * chunks
 
 
 @dataclass
@@ -51,6 +62,7 @@ class IngestJob:
     read: frozenset = frozenset()
     phase: str = "reading and embedding"  # named in the status line; "embedding N section headings", "calibrating …"
     phase_started: float | None = None
+    first_batch: tuple[float, int] | None = None  # (when, chunks written) at the first written batch
     headings: int | None = None  # section headings to embed, once the phase says
     kept: tuple[int, int] | None = None  # (documents, chunks) the collection holds after a cancel
     report: IngestReport | None = None
@@ -59,6 +71,7 @@ class IngestJob:
     started: float = field(default_factory=time.time)
     finished: float | None = None
     thread: threading.Thread | None = None
+    worker: tuple[int, int] | None = None  # (pid, niceness) of the process that ingests, when it is not the app's
     cancel_event: threading.Event = field(default_factory=threading.Event)
     clock: Callable[[], float] = time.time
 
@@ -88,8 +101,16 @@ class IngestJob:
         if self.cancel_event.is_set():
             raise Cancelled()
 
+    def worker_started(self, pid: int, nice: int) -> None:
+        """The ingest process's first message: it runs, the model loads next."""
+        self.worker = (pid, nice)
+        if self.current in ("", STARTING):
+            self.current = "loading the embedding model"
+
     def chunk_progress(self, written: int, queued: int) -> None:
         """The Engine's chunk callback: after each written batch; raises Cancelled once Cancel was pressed."""
+        if self.first_batch is None and written:
+            self.first_batch = (self.clock(), written)
         self.chunks_written, self.chunks_queued = written, queued
         if self.cancel_event.is_set():
             raise Cancelled()
@@ -135,13 +156,13 @@ class IngestJob:
         section headings and the calibration in chunk-times (see HEADING_COST)."""
         if not self.chunks_written or self.elapsed < 2:
             return None  # too early to tell: no batch written yet
-        per_chunk = self.chunk_seconds / self.chunks_written
+        per_chunk = self.seconds_per_chunk
         expected = self.chunks_expected or self.chunks_written
         if self.phase_started is None:
-            after = expected * HEADINGS_PER_CHUNK * HEADING_COST + CALIBRATION_CHUNKS
+            after = expected * HEADINGS_PER_CHUNK * HEADING_COST + calibration_cost(expected)
             return max(expected - self.chunks_written, 0) * per_chunk + after * per_chunk
         in_phase = self.clock() - self.phase_started
-        left = CALIBRATION_CHUNKS * per_chunk
+        left = calibration_cost(expected) * per_chunk
         if self.phase.startswith("embedding"):
             left += (self.headings or 0) * HEADING_COST * per_chunk
         return max(left - in_phase, 1.0)  # the phase is under way: never "0 s left" before the end
@@ -152,9 +173,23 @@ class IngestJob:
         return (self.phase_started or self.finished or self.clock()) - self.started
 
     @property
+    def seconds_per_chunk(self) -> float:
+        """A chunk's time, measured from the first written batch on. What comes before it (the ingest
+        process's start, the model's load, the first files read, 110 s at load 18) is paid once: counted
+        into the rate, it made the estimates of a 525-page ingest too long by a third and more at 10% of
+        the work (bench/results/browser-ingest.md)."""
+        end = self.phase_started or self.finished or self.clock()
+        if self.first_batch is not None:
+            t0, w0 = self.first_batch
+            if self.chunks_written > w0 and end > t0:
+                return (end - t0) / (self.chunks_written - w0)
+        return self.chunk_seconds / self.chunks_written if self.chunks_written else 0.0
+
+    @property
     def rate(self) -> float:
-        """Chunks per minute so far."""
-        return self.chunks_written / self.chunk_seconds * 60 if self.chunk_seconds > 0 else 0.0
+        """Chunks per minute (the rate the time left is computed with)."""
+        per = self.seconds_per_chunk
+        return 60 / per if per > 0 else 0.0
 
     def status_line(self) -> str:
         expected = self.chunks_expected

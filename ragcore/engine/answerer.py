@@ -99,6 +99,9 @@ class Answerer:
             info = self.r.view.info()
             if info.problem:  # damaged files, or held by another process past the wait: what to run
                 raise StageError(info.problem)
+            if info.chunks == 0 and self.r.view.store.first_write_elsewhere(req.collection):
+                raise StageError(f"The collection {req.collection!r} is being ingested by another process and has "
+                                 "nothing published yet: ask again when its ingest is done.")
             if info.chunks == 0:
                 raise StageError(f"The collection {req.collection!r} is empty or does not exist. Ingest documents "
                                  f"first: ragcore ingest PATH --collection {req.collection}")

@@ -224,6 +224,8 @@ class Engine:
         if snap is not None:  # the index's document column, not a scan of every chunk
             paths, doc_of = self.hybrid_search.index(name).documents()
             return [(p, int(n)) for p, n in zip(paths, np.bincount(doc_of, minlength=len(paths))) if n]
+        if self.store.first_write_elsewhere(name):
+            return []  # its first ingest runs in another process: nothing published yet
         paths = [r.path for r in self.store.point_refs(name)]
         counts: dict[str, int] = {}
         for path in paths:

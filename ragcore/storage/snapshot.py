@@ -54,6 +54,7 @@ from ragcore.types import Chunk
 
 FORMAT = 3  # 3: topics.json and doc_hashes.json; 2: chunks read per row, persisted columns
 MANIFEST = "manifest.json"
+CREATING = "creating"  # beside the manifest: a new collection not yet published (mark_created)
 DIMENSION = 384  # the bundled MiniLM's width; a collection built with another model records its own (width_of)
 FULL_CHECK_MAX = 5_000_000  # postings: up to this many, every row index is checked on open (O(1) reads above)
 # a version up to this size is checked whole when a process first loads it (~0.1 s); above, by verify()
@@ -221,6 +222,17 @@ class SnapshotFiles:
         """Whether a manifest file is there (readable or not)."""
         return (self._dir(name) / MANIFEST).is_file()
 
+    def mark_created(self, name: str) -> None:
+        """A writer is creating ``name``: until its first snapshot, readers know it as new (not as an
+        existing collection whose snapshot is missing, which they read from Qdrant)."""
+        base = self._dir(name)
+        base.mkdir(parents=True, exist_ok=True)
+        (base / CREATING).touch()
+
+    def being_created(self, name: str) -> bool:
+        """Created by a writer and never published since (the writer may be at work, or dead)."""
+        return (self._dir(name) / CREATING).is_file() and not self.has_manifest(name)
+
     def verify(self, m: Manifest) -> None:
         """Check every file of ``m``'s version against its checksum and every vector's norm, at any size
         (SnapshotError naming what failed). The repair step runs it; a load runs it on small versions."""
@@ -264,6 +276,7 @@ class SnapshotFiles:
             raise
         m = Manifest(name, version, meta.get("corpus_version"), stamp, len(chunks), dict(meta), sums)
         self._write_manifest(m)
+        (base / CREATING).unlink(missing_ok=True)
         self._remove_old(name, keep=version)
         return m
 

@@ -168,6 +168,17 @@ class Store:
 
     # ------------------------------------------------------------------ schema
 
+    def first_write_elsewhere(self, name: str) -> bool:
+        """Whether another process is writing ``name``, a collection created and never published since (a
+        new collection's first ingest, in the app's ingest process or a CLI; one whose snapshot is merely
+        missing is read from Qdrant, waiting for the writer). Its readers then see the empty collection it
+        was before that write, as a published snapshot would show it, instead of waiting for the writer's
+        lock, which the writer holds for the whole ingest (the Library page waited 120 s and failed on its
+        Collections tab)."""
+        if self._publisher is None or self._conn.opened or not self.snapshots.being_created(name):
+            return False
+        return locking.folder_locked(self.path)
+
     def _names_on_disk(self) -> list[str] | None:
         """Collection names from the embedded folder, without opening it (None: ask Qdrant)."""
         if self.snapshots is None or self._conn.opened:
@@ -231,6 +242,8 @@ class Store:
         if snap is not None:
             saved = getattr(snap.chunks, "persisted", lambda _: None)("doc_hashes.json")
             return dict(saved) if saved is not None else {c.path: c.doc_hash for c in snap.chunks}
+        if self.first_write_elsewhere(name):
+            return {}
         return {r.path: r.doc_hash for r in self.point_refs(name)}
 
     def stored_vectors(self, name: str, ids: Sequence[str]) -> dict[str, tuple[list[float], str]]:
@@ -246,7 +259,7 @@ class Store:
         snap = self.snapshot(name)
         if snap is not None:
             return [section_ref(c) for c in snap.chunks]
-        if not self.exists(name):
+        if not self.exists(name) or self.first_write_elsewhere(name):
             return []
         return self._reader.section_refs(name)
 
@@ -255,6 +268,8 @@ class Store:
         if snap is not None:
             rows = getattr(snap.chunks, "path_rows", None)  # the table's document column: no scan of the rows
             got = [snap.chunks[int(i)] for i in rows(path)] if rows else [c for c in snap.chunks if c.path == path]
+        elif self.first_write_elsewhere(name):
+            return []
         else:
             got = self._reader.chunks_of(name, path)
         return sorted(got, key=lambda c: (c.page or 0, c.start_line, c.ordinal))
@@ -265,6 +280,8 @@ class Store:
         m = self._publisher.current(name) if self._publisher is not None else None
         if m is not None:
             return m.chunks
+        if self.first_write_elsewhere(name):
+            return 0  # (as its snapshot before that write would say: no chunks published yet)
         # no snapshot: read the store of record, waiting (bounded) for a process that holds it. Never
         # "0" because the store is busy: a question would call the collection empty
         return self._reader.count(name)
@@ -277,6 +294,8 @@ class Store:
         meta = self._manifest_meta(name)
         if meta is not None:
             return dict(meta)
+        if self.first_write_elsewhere(name):
+            return {}
         return self._reader.meta(name)  # (waits, bounded, for a process that holds the store: as count)
 
     def info(self, name: str, *, wait_s: float | None = None) -> CollectionInfo:

@@ -29,6 +29,8 @@ class PointWriter:
         with self._conn.session() as client:
             if client.collection_exists(name):
                 return
+            if self._publisher is not None:  # first: readers never see it created and unmarked (Store.first_write_elsewhere)
+                self._publisher.files.mark_created(name)
             self._backend.create_chunk_collection(client, name, dimension)
             self._dirty.add(name)
 

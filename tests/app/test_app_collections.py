@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from ragcore.engine import ingest_process
 from tests.support.app_support import app_env, html_table, ok, shared_runtime, started, wait_for_job  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -78,23 +79,27 @@ def test_cancel_keeps_what_was_written_and_the_app_stays_usable(app_env, tmp_pat
     folder = tmp_path / "many"
     folder.mkdir()
     for i in range(30):
-        (folder / f"n{i:02d}.md").write_text(f"# Note {i}\n\n" + f"Sentence {i} about cancelling ingests. " * 40)
+        # long enough that a file's chunks fill batches of their own: the 5th file completes mid-way (with 30 small files
+        # every chunk sat in one batch, written only at the end, and a Cancel before it left nothing to record)
+        (folder / f"n{i:02d}.md").write_text(f"# Note {i}\n\n" + f"Sentence {i} about cancelling ingests. " * 150)
     rt = shared_runtime()
-    gate = threading.Event()
+    gate, held = threading.Event(), threading.Event()
     at = started(LIB)
     at.text_input(key="ing_folder").set_value(str(folder)).run()
     name = f"cancel-{uuid.uuid4().hex[:6]}"
     at.text_input(key="ing_new_name").set_value(name).run()
-    real = rt.engine.ingest
+    real = ingest_process.ingest_in_process
 
-    def slow_ingest(paths, collection=None, *, progress=None, **kw):  # holds the ingest until the test cancels
+    def slow_ingest(engine, paths, collection, *, progress=None, **kw):  # holds the ingest until the test cancels
         def gated(done, total, path):
-            if done == 5:
-                gate.wait(30)
+            if done >= 5 and not gate.is_set():
+                held.set()
+                gate.wait(600)  # set by the test once Cancel was pressed; long: a loaded machine runs the pages slowly
             progress(done, total, path)
-        return real(paths, collection, progress=gated, **kw)
+        return real(engine, paths, collection, progress=gated, **kw)
 
-    rt.engine.ingest = slow_ingest  # a real ingest, only slowed down so that Cancel lands mid-way
+    # a real ingest (in its child process, which waits for each progress call), only held so that Cancel lands mid-way
+    ingest_process.ingest_in_process = slow_ingest
     try:
         at.button(key="ing_go_folder").click().run()
         ok(at)
@@ -104,12 +109,16 @@ def test_cancel_keeps_what_was_written_and_the_app_stays_usable(app_env, tmp_pat
         at.switch_page("pages/retrieval_lab.py").run()
         ok(at)
         assert any("Ingesting into" in p.proto.text for p in at.sidebar.get("progress"))
-        at.switch_page(LIB).run()
+        at.switch_page(LIB).run(timeout=300)  # (it ran past AppTest's 120 s once in three runs at load 20)
+        # Cancel once 5 files are written (the ingest process starts and loads its model first: a Cancel before
+        # its first batch leaves nothing, and the new collection is removed)
+        assert held.wait(600), "the ingest never reached its 5th file"
         at.button(key=f"ing_cancel_{job.id}").click().run()
         gate.set()
         wait_for_job(at)
     finally:
-        rt.engine.ingest = real
+        gate.set()  # a failed step must not leave the ingest process holding the store for the next tests
+        ingest_process.ingest_in_process = real
     assert job.cancelled and not job.error
     assert any("cancelled after" in w.value for w in at.warning), [w.value for w in at.warning]
     meta = rt.engine.store.read_meta(name)

@@ -377,3 +377,50 @@ def test_readers_are_served_the_last_snapshot_while_another_process_writes(
         writer.wait(timeout=30)
     # the writer died without publishing: the next reader finds the snapshot stale and reads Qdrant
     assert "kitchen/bread.md" not in {c.path for c in make_engine(data_dir=data).hybrid_search.index("g").chunks}
+
+
+FIRST_WRITER = """
+import sys, time
+from ragcore.settings.config import RagcoreSettings
+from ragcore.storage.store import Store
+st = Store(RagcoreSettings(data_dir=sys.argv[1]))
+with st.session():  # a new collection's first write under way: points written, no snapshot of it published
+    st.ensure_collection("fresh")
+    st.copy_points("g", "fresh")
+    print("writing", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_collection_another_process_is_creating_reads_as_empty_without_the_lock(
+    tmp_path: Path, corpus: Path, make_engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's ingest process holds the store for the whole ingest: the app lists, measures and browses the
+    new collection meanwhile as the empty collection it was before (issue 42, item 5), never waiting 120 s."""
+    from ragcore.storage import locking
+
+    data = tmp_path / "data"
+    make_engine(data_dir=data).ingest([corpus], "g", calibrate=False)
+    monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.5)  # a reader that waited for the lock would fail
+    writer = subprocess.Popen([sys.executable, "-c", FIRST_WRITER, str(data), "30"], stdout=subprocess.PIPE, text=True,
+                              cwd=REPO)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+        reader = make_engine(data_dir=data)
+        st = reader.store
+        assert st.first_write_elsewhere("fresh") and not st.first_write_elsewhere("g")
+        asked = reader.ask("How is bread made?", collection="fresh")
+        assert asked.status == "error" and "being ingested by another process" in asked.error_message
+        listed = {c.name: c for c in reader.collections(wait_s=None)}  # the reader's full wait: none is needed
+        assert listed["fresh"].documents == 0 and listed["fresh"].chunks == 0 and listed["fresh"].incomplete
+        assert listed["fresh"].problem is None and listed["g"].documents > 0
+        assert st.read_meta("fresh") == {} and reader.documents("fresh") == [] and st.section_refs("fresh") == []
+        assert st.doc_hashes("fresh") == {} and st.chunks_of("fresh", "kitchen/bread.md") == []
+        reader.abstain_bar(collection="fresh")
+        assert not st.opened and st._conn.opens == 0
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    # the writer is gone: what it wrote is read from Qdrant
+    after = make_engine(data_dir=data).store
+    assert not after.first_write_elsewhere("fresh") and after.count("fresh") == after.count("g")
