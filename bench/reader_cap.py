@@ -55,9 +55,12 @@ def _reordered(ranked: Sequence[Picked], lead: Picked | None, edge: float) -> li
     return [*head, *sorted(rest, key=lambda p: -(p.score + bonus(p)))]
 
 
+_SHIPPED_CHOOSE = ExtractiveComposer._choose  # taken once: a variant wraps this, never another variant
+
+
 def choose_with(v: CapVariant) -> Callable[..., list[Picked]]:
     """``ExtractiveComposer._choose`` under variant ``v`` (the shipped one when ``edge`` is 0)."""
-    shipped = ExtractiveComposer._choose
+    shipped = _SHIPPED_CHOOSE
 
     def _choose(self: ExtractiveComposer, ranked: Sequence[Picked], *args: Any, **kw: Any) -> list[Picked]:
         chosen = shipped(self, ranked, *args, **kw)
@@ -72,7 +75,6 @@ def choose_with(v: CapVariant) -> Callable[..., list[Picked]]:
 
 def run(sets: Sequence[str], enc: Any) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Each set's questions composed under every variant (``reader_rules.one`` counts them)."""
-    shipped = ExtractiveComposer._choose
     out: dict[str, dict[str, list[dict[str, Any]]]] = {s: {} for s in sets}
     try:
         for s in sets:
@@ -84,7 +86,7 @@ def run(sets: Sequence[str], enc: Any) -> dict[str, dict[str, list[dict[str, Any
                 out[s][v.name] = [{**one(q, c, denc, rel.get(q.record.id, ())), "answerable": q.record.answerable}
                                   for q in qs]
     finally:
-        ExtractiveComposer._choose = shipped  # type: ignore[method-assign]
+        ExtractiveComposer._choose = _SHIPPED_CHOOSE  # type: ignore[method-assign]
     return out
 
 
